@@ -1,0 +1,22 @@
+"""functrax: composable function transformations (grad, vmap, jit, pmap) on numpy and Triton.
+
+>>> import functrax, functrax.numpy as fnp
+>>> print(functrax.make_jaxpr(fnp.sin)(1.0))
+{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+"""
+from functrax.config import config  # noqa: F401
+from functrax import dtypes  # noqa: F401
+from functrax.core import Array, ShapedArray, ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr  # noqa: F401
+from functrax.core import jaxpr_as_fun  # noqa: F401
+from functrax.errors import (  # noqa: F401
+    ConcretizationTypeError, JaxprTypeError, MissingRuleError, NonConcreteBooleanIndexError,
+    TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from functrax.lowering import numpy_backend as _numpy_backend  # noqa: F401
+from functrax import lax  # noqa: F401
+from functrax import numpy  # noqa: F401
+from functrax import tree_util  # noqa: F401
+from functrax.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,59 @@
+"""Global configuration flags, set with ``functrax.config.update(name, value)``.
+
+>>> import functrax
+>>> functrax.config.update("enable_x64", True)
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["config", "Config"]
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    val = os.environ.get(name)
+    if val is None:
+        return default
+    return val.strip().lower() in ("1", "true", "yes", "on")
+
+
+class Config:
+    """A small registry of named flags with defaults, readable as attributes."""
+
+    def __init__(self):
+        self._values = {}
+        self._defaults = {}
+        self._watchers = []
+
+    def define(self, name: str, default, doc: str = ""):
+        self._defaults[name] = default
+        self._values[name] = default
+
+    def update(self, name: str, value):
+        """Set flag ``name`` (e.g. ``"enable_x64"``) to ``value``.
+
+        Raises:
+          AttributeError: for an unknown flag, listing the known ones.
+        """
+        if name not in self._values:
+            known = ", ".join(sorted(self._values))
+            raise AttributeError(f"functrax.config.update: unknown flag {name!r}; known flags: {known}")
+        self._values[name] = value
+        for w in self._watchers:
+            w(name, value)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(f"functrax.config has no flag {name!r}") from None
+
+    def read(self, name):
+        return self._values[name]
+
+
+config = Config()
+config.define("enable_x64", _env_bool("FUNCTRAX_ENABLE_X64", False),
+              "Enable 64-bit types (float64, int64) as JAX's jax_enable_x64 does.")
+config.define("log_compiles", False, "Log every jit compilation with its reason and time.")
+config.define("debug_nans", False, "Raise when a primitive produces a NaN.")

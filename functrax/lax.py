@@ -1,0 +1,352 @@
+"""``functrax.lax``: thin wrappers that bind primitives (no implicit broadcasting beyond scalars,
+no dtype promotion beyond weak Python scalars).
+
+>>> import functrax.lax as lax
+>>> lax.add(1.0, 2.0)
+Array(3., dtype=float32, weak_type=True)
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from functrax import core, dtypes
+from functrax import primitives as P
+from functrax.lowering import numpy_backend as _numpy_backend  # noqa: F401  (eager rules)
+from functrax.primitives.gather_scatter import *  # noqa: F401,F403
+
+Array = core.Array
+
+
+def _operand(x, like=None):
+    """Python scalars take the dtype of ``like`` (as weak-typed constants), else their own."""
+    if type(x) in (bool, int, float, complex):
+        if like is not None and type(like) not in (bool, int, float, complex):
+            dt = core.get_aval(like).dtype
+            return np.asarray(x, dt)[()]
+        return x
+    return x
+
+
+def _unary(prim):
+    def op(x):
+        return prim.bind(_operand(x))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}`` (binds the ``{prim.name}`` primitive)."
+    return op
+
+
+def _binary(prim):
+    def op(x, y):
+        return prim.bind(_operand(x, y), _operand(y, x))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}`` of operands of equal dtype and shape (or rank-0)."
+    return op
+
+
+neg, sign, abs, floor, ceil = map(_unary, (P.neg_p, P.sign_p, P.abs_p, P.floor_p, P.ceil_p))
+exp, exp2, log, log1p, expm1 = map(_unary, (P.exp_p, P.exp2_p, P.log_p, P.log1p_p, P.expm1_p))
+tanh, logistic, sqrt, rsqrt, cbrt = map(_unary, (P.tanh_p, P.logistic_p, P.sqrt_p, P.rsqrt_p,
+                                                  P.cbrt_p))
+sin, cos, tan, asin, acos, atan = map(_unary, (P.sin_p, P.cos_p, P.tan_p, P.asin_p, P.acos_p,
+                                                P.atan_p))
+sinh, cosh, asinh, acosh, atanh = map(_unary, (P.sinh_p, P.cosh_p, P.asinh_p, P.acosh_p,
+                                                P.atanh_p))
+erf, erfc, erf_inv, lgamma, digamma = map(_unary, (P.erf_p, P.erfc_p, P.erf_inv_p, P.lgamma_p,
+                                                    P.digamma_p))
+square, is_finite, bitwise_not = map(_unary, (P.square_p, P.is_finite_p, P.not_p))
+real, imag, conj = map(_unary, (P.real_p, P.imag_p, P.conj_p))
+
+add, sub, mul, div, rem, pow = map(_binary, (P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p,
+                                              P.pow_p))
+max, min, atan2, nextafter = map(_binary, (P.max_p, P.min_p, P.atan2_p, P.nextafter_p))
+eq, ne, lt, le, gt, ge = map(_binary, (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (P.and_p, P.or_p, P.xor_p))
+shift_left, shift_right_arithmetic, shift_right_logical = map(_binary, (
+    P.shift_left_p, P.shift_right_arithmetic_p, P.shift_right_logical_p))
+
+
+def round(x, rounding_method=0):
+    """Round to integral values: method 0 away from zero, 1 to nearest even."""
+    return P.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static Python int ``y`` (computed by repeated multiplication)."""
+    return P.integer_pow_p.bind(x, y=operator.index(y))
+
+
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
+    """Cast ``operand`` to ``new_dtype`` (canonicalized: float64 means float32 unless x64)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    aval = core.get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return P.convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def select_n(which, *cases):
+    """Select elementwise from ``cases`` by the (bool or int) ``which``."""
+    return P.select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (``select_n(pred, on_false, on_true)``)."""
+    return P.select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min, x, max):
+    return P.clamp_p.bind(_operand(min, x), x, _operand(max, x))
+
+
+# --- reductions ---
+
+
+def _axes(axes):
+    return tuple(int(a) for a in axes)
+
+
+def reduce_sum(operand, axes):
+    return P.reduce_sum_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_prod(operand, axes):
+    return P.reduce_prod_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_max(operand, axes):
+    return P.reduce_max_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_min(operand, axes):
+    return P.reduce_min_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_and(operand, axes):
+    return P.reduce_and_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_or(operand, axes):
+    return P.reduce_or_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_xor(operand, axes):
+    return P.reduce_xor_p.bind(operand, axes=_axes(axes))
+
+
+def argmax(operand, axis: int, index_dtype=np.int32):
+    return P.argmax_p.bind(operand, axes=(int(axis),),
+                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype=np.int32):
+    return P.argmin_p.bind(operand, axes=(int(axis),),
+                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def _cum(prim):
+    def op(operand, axis: int = 0, reverse: bool = False):
+        nd = core.get_aval(operand).ndim
+        return prim.bind(operand, axis=int(axis) % builtins.max(nd, 1), reverse=bool(reverse))
+    op.__name__ = prim.name
+    return op
+
+
+cumsum, cumprod, cummax, cummin, cumlogsumexp = map(_cum, (
+    P.cumsum_p, P.cumprod_p, P.cummax_p, P.cummin_p, P.cumlogsumexp_p))
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort one array, or a sequence of arrays by the first ``num_keys`` of them."""
+    single = not isinstance(operand, (tuple, list))
+    ops = [operand] if single else list(operand)
+    nd = core.get_aval(ops[0]).ndim
+    out = P.sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
+                        is_stable=bool(is_stable), num_keys=int(num_keys))
+    return out[0] if single else tuple(out)
+
+
+# --- shape ---
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    shape = tuple(int(d) for d in shape)
+    aval = core.get_aval(operand)
+    if aval.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))) and \
+            isinstance(operand, (core.Tracer, Array)):
+        return operand
+    return P.broadcast_in_dim_p.bind(operand, shape=shape,
+                                     broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+def broadcast(operand, sizes):
+    """Add leading dimensions of the given ``sizes``."""
+    nd = core.get_aval(operand).ndim
+    shape = tuple(sizes) + core.get_aval(operand).shape
+    return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(sizes) + nd)))
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    new_sizes = tuple(int(d) for d in new_sizes)
+    aval = core.get_aval(operand)
+    if aval.shape == new_sizes and dimensions is None and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return P.reshape_p.bind(operand, new_sizes=new_sizes,
+                            dimensions=None if dimensions is None else tuple(dimensions))
+
+
+def transpose(operand, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return P.transpose_p.bind(operand, permutation=permutation)
+
+
+def squeeze(array, dimensions):
+    nd = core.get_aval(array).ndim
+    dims = tuple(sorted(int(d) % builtins.max(nd, 1) for d in dimensions))
+    return P.squeeze_p.bind(array, dimensions=dims) if dims else array
+
+
+def expand_dims(array, dimensions):
+    nd = core.get_aval(array).ndim + len(dimensions)
+    dims = tuple(sorted(int(d) % nd for d in dimensions))
+    return P.expand_dims_p.bind(array, dimensions=dims) if dims else array
+
+
+def rev(operand, dimensions):
+    return P.rev_p.bind(operand, dimensions=tuple(int(d) for d in dimensions))
+
+
+def concatenate(operands, dimension: int):
+    if len(operands) == 1:
+        return operands[0]
+    return P.concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def pad(operand, padding_value, padding_config):
+    cfg = tuple((int(lo), int(hi), int(it)) for lo, hi, it in padding_config)
+    return P.pad_p.bind(operand, _operand(padding_value, operand), padding_config=cfg)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    return P.slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
+                          limit_indices=tuple(int(i) for i in limit_indices),
+                          strides=None if strides is None else tuple(int(s) for s in strides))
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    shape = core.get_aval(operand).shape
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start_index, limit_index, stride
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def iota(dtype, size: int):
+    return P.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    return P.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+                         shape=tuple(int(s) for s in shape), dimension=int(dimension))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (a broadcast of a scalar)."""
+    shape = tuple(int(s) for s in shape)
+    if not isinstance(fill_value, core.Tracer):
+        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else core.get_aval(
+            fill_value).dtype
+        fill_value = Array(np.asarray(fill_value, dt))
+        if not shape:
+            return fill_value
+    elif dtype is not None:
+        fill_value = convert_element_type(fill_value, dtype)
+    if core.get_aval(fill_value).shape != ():
+        raise TypeError(f"full: fill_value must be a scalar, got shape "
+                        f"{core.get_aval(fill_value).shape}")
+    return broadcast_in_dim(fill_value, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    aval = core.get_aval(x)
+    return full(aval.shape if shape is None else shape, fill_value, dtype or aval.dtype)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+
+# --- indexing ---
+
+
+def _index(i):
+    if isinstance(i, (core.Tracer, Array)):
+        if i.dtype.kind not in "iu":
+            raise TypeError(f"index arguments must be integers, got {i.dtype.name}")
+        return i
+    return np.asarray(operator.index(i), dtypes.canonicalize_dtype(np.int32))[()]
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """A slice of ``slice_sizes`` starting at (possibly traced) ``start_indices``, clamped."""
+    return P.dynamic_slice_p.bind(operand, *[_index(i) for i in start_indices],
+                                  slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    return P.dynamic_update_slice_p.bind(operand, update, *[_index(i) for i in start_indices])
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
+    shape = core.get_aval(operand).shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
+    starts = [0] * core.get_aval(operand).ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+# --- contraction ---
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """Contract ``lhs`` and ``rhs``: ``dimension_numbers = ((lc, rc), (lb, rb))``."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+          (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
+        preferred_element_type)
+    return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                                preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix products of rank <= 2 operands."""
+    ln, rn = core.get_aval(lhs).ndim, core.get_aval(rhs).ndim
+    if not (1 <= ln <= 2 and 1 <= rn <= 2):
+        raise TypeError(f"lax.dot takes rank 1 or 2 operands, got shapes "
+                        f"{core.get_aval(lhs).shape} and {core.get_aval(rhs).shape}")
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)

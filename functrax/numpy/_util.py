@@ -1,0 +1,143 @@
+"""Promotion and broadcasting, done once here so that primitives see equal dtypes and shapes."""
+from __future__ import annotations
+
+import numpy as np
+
+from functrax import core, dtypes, lax
+from functrax.core import Array, Tracer
+
+_SCALARS = (bool, int, float, complex)
+
+
+def check_arraylike(fun_name: str, *args):
+    for pos, x in enumerate(args):
+        if not (isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _SCALARS):
+            extra = (" Use functrax.numpy.asarray(...) to convert a list or tuple."
+                     if isinstance(x, (list, tuple)) else "")
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                            f"{type(x).__name__} at position {pos}.{extra}")
+
+
+def _const(x, dtype, weak):
+    """A Python scalar as an operand of ``dtype`` (keeping weak typing when it applies)."""
+    if weak and type(x) is not bool and dtypes.python_scalar_dtype(x) == dtype:
+        return x
+    if weak:
+        return Array(np.asarray(x, dtype), weak_type=True)
+    return np.asarray(x, dtype)[()]
+
+
+def cast(x, dtype, weak=False):
+    """``x`` as ``dtype``: Python scalars become constants, arrays get convert_element_type."""
+    if type(x) in _SCALARS:
+        return _const(x, dtype, weak)
+    aval = core.get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return x
+    if isinstance(x, (np.ndarray, np.generic)) and not weak:
+        return np.asarray(x, dtype)
+    return lax.convert_element_type(x, dtype, weak)
+
+
+def promote_dtypes(*args):
+    """Cast all arguments to their JAX result type (weak Python scalars included)."""
+    if len(args) == 1:
+        return [args[0]]
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [cast(x, dtype, weak) for x in args]
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, but integers and booleans go to the default float type."""
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if not dtypes.is_inexact(dtype):
+        dtype = dtypes.default_float_dtype()
+    return [cast(x, dtype, weak) for x in args]
+
+
+def promote_dtypes_numeric(*args):
+    """Like promote_dtypes, but booleans go to the default int type."""
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if dtype == np.bool_:
+        dtype = dtypes.default_int_dtype()
+    return [cast(x, dtype, weak) for x in args]
+
+
+def shape_of(x):
+    return () if type(x) in _SCALARS else np.shape(x) if not isinstance(
+        x, (Array, Tracer)) else x.aval.shape
+
+
+def broadcast_shapes_named(fun_name, *shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
+                         f"shapes={[tuple(s) for s in shapes]}. Make the shapes agree, or add "
+                         "axes of size 1 (x[:, None]) where you mean to broadcast.") from None
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast ``x`` (numpy rules: trailing alignment, size-1 dims) to ``shape``."""
+    xs = shape_of(x)
+    if tuple(xs) == tuple(shape):
+        return x
+    lead = len(shape) - len(xs)
+    if lead < 0 or any(d not in (1, s) for d, s in zip(xs, shape[lead:])):
+        raise ValueError(f"broadcast_to: cannot broadcast shape {tuple(xs)} to {tuple(shape)}")
+    return lax.broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
+
+
+def promote_shapes(fun_name, *args):
+    """Broadcast arguments to a common shape; rank-0 operands are left as they are."""
+    if len(args) < 2:
+        return list(args)
+    shapes = [shape_of(x) for x in args]
+    nonscalar = {tuple(s) for s in shapes if s != ()}
+    if len(nonscalar) <= 1:
+        return list(args)
+    result = broadcast_shapes_named(fun_name, *shapes)
+    return [x if s == () or tuple(s) == result else broadcast_to_shape(x, result)
+            for x, s in zip(args, shapes)]
+
+
+def promote_args(fun_name, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(axis, ndim, fun_name="axis"):
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{fun_name}: axis {axis} is out of bounds for array of dimension "
+                         f"{ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim, fun_name="axis"):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim, fun_name) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{fun_name}: repeated axis in {axis}")
+        return axes
+    return (canonicalize_axis(axis, ndim, fun_name),)
+
+
+def asarray_operand(x):
+    """An Array, tracer or numpy value as-is; Python scalars and sequences as Arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    from functrax.numpy.creation import asarray
+    return asarray(x)

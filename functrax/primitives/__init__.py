@@ -1,0 +1,13 @@
+"""Every primitive of functrax, defined once with its abstract evaluation.
+
+``primitive_registry`` maps names to primitives (used by the registry tests).
+"""
+from functrax.primitives._util import primitive_registry  # noqa: F401
+from functrax.primitives.contraction import *  # noqa: F401,F403
+from functrax.primitives.contraction import dot_general_p  # noqa: F401
+from functrax.primitives.elementwise import *  # noqa: F401,F403
+from functrax.primitives.indexing import *  # noqa: F401,F403
+from functrax.primitives.reductions import *  # noqa: F401,F403
+from functrax.primitives.shape import *  # noqa: F401,F403
+from functrax.primitives.gather_scatter import *  # noqa: F401,F403,E402
+from functrax.primitives import printing as _printing  # noqa: F401,E402

@@ -1,0 +1,38 @@
+"""dot_general: contraction over paired dimensions with batch dimensions."""
+from __future__ import annotations
+
+from functrax.primitives._util import NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np
+
+dot_general_p = new_primitive("dot_general")
+
+
+def dot_general_shape(lhs_shape, rhs_shape, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    free_l = [d for i, d in enumerate(lhs_shape) if i not in lc and i not in lb]
+    free_r = [d for i, d in enumerate(rhs_shape) if i not in rc and i not in rb]
+    return tuple([lhs_shape[i] for i in lb] + free_l + free_r)
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
+                          preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    check_axes("dot_general", tuple(lc) + tuple(lb), lhs.ndim, "lhs dimensions")
+    check_axes("dot_general", tuple(rc) + tuple(rb), rhs.ndim, "rhs dimensions")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: contracting {lc}/{rc} and batch {lb}/{rb} dimensions must "
+                        "pair up")
+    for kind, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
+        if tuple(lhs.shape[i] for i in ld) != tuple(rhs.shape[i] for i in rd):
+            raise TypeError(
+                f"dot_general requires {kind} dimensions to have the same shape, got "
+                f"{tuple(lhs.shape[i] for i in ld)} and {tuple(rhs.shape[i] for i in rd)} "
+                f"(lhs {lhs.str_short()}, rhs {rhs.str_short()}, "
+                f"dimension_numbers={dimension_numbers})")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"dot_general requires operands of the same dtype, got "
+                        f"{lhs.dtype.name} and {rhs.dtype.name}")
+    check_dtype("dot_general", lhs.dtype, NUMBER + ("bool",))
+    out_dtype = np.dtype(preferred_element_type) if preferred_element_type else lhs.dtype
+    shape = dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
+    return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)

@@ -1,0 +1,198 @@
+"""Elementwise primitives: unary and binary math, comparisons, logic, select, convert.
+
+Operands of n-ary ops have equal dtypes and equal shapes, except that a rank-0 operand may
+stand beside arrays (JAX's scalar promotion: ``add d 2.0:f32[]``). The result is weakly
+typed only when every operand is.
+"""
+from __future__ import annotations
+
+from functrax.primitives._util import (
+    ANY, BOOL_OR_INT, FLOATING, INEXACT, INTEGRAL, NUMBER, ShapedArray, check_dtype, dtypes,
+    new_primitive, np, shape_str,
+)
+
+
+def _nary_shape(name, avals):
+    shapes = {a.shape for a in avals if a.shape != ()}
+    if len(shapes) > 1:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shape_str(avals)}.")
+    return shapes.pop() if shapes else ()
+
+
+def _same_dtype(name, avals):
+    dts = {a.dtype for a in avals}
+    if len(dts) > 1:
+        got = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got {got}. "
+                        "(functrax.numpy functions promote for you; lax-level ops do not.)")
+    return avals[0].dtype
+
+
+def unop(name, accepted=ANY, out_dtype=None):
+    """Define a unary elementwise primitive; ``out_dtype(in_dtype)`` overrides the result."""
+    p = new_primitive(name)
+
+    def abstract_eval(x, **params):
+        check_dtype(name, x.dtype, accepted)
+        dt = out_dtype(x.dtype) if out_dtype else x.dtype
+        return ShapedArray(x.shape, dt, x.weak_type and out_dtype is None)
+
+    p.def_abstract_eval(abstract_eval)
+    return p
+
+
+def binop(name, accepted=ANY, out_dtype=None):
+    """Define a binary elementwise primitive on equal dtypes and shapes (or rank-0)."""
+    p = new_primitive(name)
+
+    def abstract_eval(x, y, **params):
+        dt = _same_dtype(name, (x, y))
+        check_dtype(name, dt, accepted)
+        shape = _nary_shape(name, (x, y))
+        weak = x.weak_type and y.weak_type and out_dtype is None
+        return ShapedArray(shape, out_dtype(dt) if out_dtype else dt, weak)
+
+    p.def_abstract_eval(abstract_eval)
+    return p
+
+
+def _to_bool(_):
+    return np.dtype(np.bool_)
+
+
+def _real_dtype(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else (
+        np.dtype(np.float64) if dt == np.complex128 else dt)
+
+
+# --- unary ---
+neg_p = unop("neg", NUMBER)
+sign_p = unop("sign", NUMBER)
+abs_p = unop("abs", NUMBER, out_dtype=None)
+floor_p = unop("floor", FLOATING)
+ceil_p = unop("ceil", FLOATING)
+round_p = unop("round", FLOATING)
+is_finite_p = unop("is_finite", FLOATING, out_dtype=_to_bool)
+exp_p = unop("exp", INEXACT)
+exp2_p = unop("exp2", INEXACT)
+log_p = unop("log", INEXACT)
+log1p_p = unop("log1p", INEXACT)
+expm1_p = unop("expm1", INEXACT)
+tanh_p = unop("tanh", INEXACT)
+logistic_p = unop("logistic", INEXACT)
+sqrt_p = unop("sqrt", INEXACT)
+rsqrt_p = unop("rsqrt", INEXACT)
+cbrt_p = unop("cbrt", FLOATING)
+sin_p = unop("sin", INEXACT)
+cos_p = unop("cos", INEXACT)
+tan_p = unop("tan", INEXACT)
+asin_p = unop("asin", INEXACT)
+acos_p = unop("acos", INEXACT)
+atan_p = unop("atan", INEXACT)
+sinh_p = unop("sinh", INEXACT)
+cosh_p = unop("cosh", INEXACT)
+asinh_p = unop("asinh", INEXACT)
+acosh_p = unop("acosh", INEXACT)
+atanh_p = unop("atanh", INEXACT)
+erf_p = unop("erf", FLOATING)
+erfc_p = unop("erfc", FLOATING)
+erf_inv_p = unop("erf_inv", FLOATING)
+lgamma_p = unop("lgamma", FLOATING)
+digamma_p = unop("digamma", FLOATING)
+square_p = unop("square", NUMBER)
+not_p = unop("not", BOOL_OR_INT)
+copy_p = unop("copy", ANY)
+real_p = unop("real", ("complexfloating",), out_dtype=_real_dtype)
+imag_p = unop("imag", ("complexfloating",), out_dtype=_real_dtype)
+conj_p = unop("conj", INEXACT)
+
+# abs of a complex number is real
+abs_p.def_abstract_eval(lambda x: (check_dtype("abs", x.dtype, NUMBER), ShapedArray(
+    x.shape, _real_dtype(x.dtype), x.weak_type))[1])
+
+# --- binary ---
+add_p = binop("add", NUMBER + ("bool",))
+sub_p = binop("sub", NUMBER)
+mul_p = binop("mul", NUMBER + ("bool",))
+div_p = binop("div", NUMBER)
+rem_p = binop("rem", ("integer", "floating"))
+pow_p = binop("pow", INEXACT)
+max_p = binop("max", ANY)
+min_p = binop("min", ANY)
+atan2_p = binop("atan2", FLOATING)
+nextafter_p = binop("nextafter", FLOATING)
+and_p = binop("and", BOOL_OR_INT)
+or_p = binop("or", BOOL_OR_INT)
+xor_p = binop("xor", BOOL_OR_INT)
+shift_left_p = binop("shift_left", INTEGRAL)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", INTEGRAL)
+shift_right_logical_p = binop("shift_right_logical", INTEGRAL)
+eq_p = binop("eq", ANY, out_dtype=_to_bool)
+ne_p = binop("ne", ANY, out_dtype=_to_bool)
+lt_p = binop("lt", ANY, out_dtype=_to_bool)
+le_p = binop("le", ANY, out_dtype=_to_bool)
+gt_p = binop("gt", ANY, out_dtype=_to_bool)
+ge_p = binop("ge", ANY, out_dtype=_to_bool)
+
+# --- parameterized and n-ary ---
+integer_pow_p = new_primitive("integer_pow")
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract(x, *, y):
+    check_dtype("integer_pow", x.dtype, NUMBER)
+    if not isinstance(y, (int, np.integer)):
+        raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r}")
+    if y < 0 and x.dtype.kind in "iu":
+        raise TypeError(f"integer_pow: a negative exponent {y} needs a floating operand, "
+                        f"got {x.dtype.name}")
+    return x
+
+
+round_p.def_abstract_eval(
+    lambda x, *, rounding_method=0: (check_dtype("round", x.dtype, FLOATING), x)[1])
+
+convert_element_type_p = new_primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract(x, *, new_dtype, weak_type=False):
+    dtypes.canonicalize_dtype(new_dtype)  # raises for unsupported dtypes
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+select_n_p = new_primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_abstract(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    if which.dtype.kind not in "biu":
+        raise TypeError(f"select_n: the selector must be bool or int32, got {which.dtype.name}")
+    if which.dtype.kind == "b" and len(cases) > 2:
+        raise TypeError("select_n with a boolean selector takes at most two cases, got "
+                        f"{len(cases)}")
+    dt = _same_dtype("select_n", cases)
+    shapes = {c.shape for c in cases}
+    if len(shapes) > 1:
+        raise TypeError(f"select_n: cases must have the same shapes, got {shape_str(cases)}")
+    shape = cases[0].shape
+    if which.shape not in ((), shape):
+        raise TypeError(f"select_n: the selector shape {which.shape} must be () or match the "
+                        f"case shape {shape}")
+    return ShapedArray(shape, dt, all(c.weak_type for c in cases))
+
+
+clamp_p = new_primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract(lo, x, hi):
+    dt = _same_dtype("clamp", (lo, x, hi))
+    check_dtype("clamp", dt, ("integer", "floating"))
+    for name, b in (("min", lo), ("max", hi)):
+        if b.shape not in ((), x.shape):
+            raise TypeError(f"clamp: the {name} bound has shape {b.shape}; it must be a scalar "
+                            f"or match the operand shape {x.shape}")
+    return ShapedArray(x.shape, dt, x.weak_type)

@@ -1,0 +1,88 @@
+"""Reductions, index reductions, cumulative scans and sort."""
+from __future__ import annotations
+
+from functrax.primitives._util import (
+    ANY, BOOL_OR_INT, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
+)
+
+
+def _reducer(name, accepted, keep_weak=True):
+    p = new_primitive(name)
+
+    def abstract_eval(x, *, axes):
+        check_dtype(name, x.dtype, accepted)
+        axes = check_axes(name, axes, x.ndim)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type and keep_weak)
+
+    p.def_abstract_eval(abstract_eval)
+    return p
+
+
+reduce_sum_p = _reducer("reduce_sum", NUMBER + ("bool",))
+reduce_prod_p = _reducer("reduce_prod", NUMBER + ("bool",))
+reduce_max_p = _reducer("reduce_max", ANY)
+reduce_min_p = _reducer("reduce_min", ANY)
+reduce_and_p = _reducer("reduce_and", BOOL_OR_INT)
+reduce_or_p = _reducer("reduce_or", BOOL_OR_INT)
+reduce_xor_p = _reducer("reduce_xor", BOOL_OR_INT)
+
+
+def _argreducer(name):
+    p = new_primitive(name)
+
+    def abstract_eval(x, *, axes, index_dtype):
+        check_dtype(name, x.dtype, ANY)
+        axes = check_axes(name, axes, x.ndim)
+        if len(axes) != 1:
+            raise ValueError(f"{name} takes exactly one axis, got axes={axes}")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name}: cannot reduce over an empty axis {axes[0]} of shape "
+                             f"{x.shape}")
+        if np.dtype(index_dtype).kind not in "iu":
+            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axes[0])
+        return ShapedArray(shape, index_dtype)
+
+    p.def_abstract_eval(abstract_eval)
+    return p
+
+
+argmax_p = _argreducer("argmax")
+argmin_p = _argreducer("argmin")
+
+
+def _cumulative(name, accepted):
+    p = new_primitive(name)
+
+    def abstract_eval(x, *, axis, reverse=False):
+        check_dtype(name, x.dtype, accepted)
+        check_axes(name, (axis,), x.ndim, "axis")
+        return x
+
+    p.def_abstract_eval(abstract_eval)
+    return p
+
+
+cumsum_p = _cumulative("cumsum", NUMBER)
+cumprod_p = _cumulative("cumprod", NUMBER)
+cummax_p = _cumulative("cummax", NUMBER)
+cummin_p = _cumulative("cummin", NUMBER)
+cumlogsumexp_p = _cumulative("cumlogsumexp", ("floating",))
+
+sort_p = new_primitive("sort", multiple_results=True)
+
+
+@sort_p.def_abstract_eval
+def _sort_abstract(*operands, dimension, is_stable, num_keys):
+    if not operands:
+        raise TypeError("sort needs at least one operand")
+    shapes = {o.shape for o in operands}
+    if len(shapes) > 1:
+        raise TypeError(f"sort: all operands must have the same shape, got "
+                        f"{[o.shape for o in operands]}")
+    check_axes("sort", (dimension,), operands[0].ndim, "dimension")
+    if not 1 <= num_keys <= len(operands):
+        raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
+                         f"operands ({len(operands)})")
+    return list(operands)

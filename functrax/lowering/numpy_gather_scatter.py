@@ -55,7 +55,8 @@ def _window_index_arrays(operand_shape, indices, start_map, obd, ibd, window_dim
     for k, d in enumerate(start_map):
         s = idx[..., k]
         hi = operand_shape[d] - full_window[d]
-        if mode == GatherScatterMode.FILL_OR_DROP:
+        if mode == GatherScatterMode.FILL_OR_DROP or hi < 0:
+            # (hi < 0 only for a scatter into an empty inserted dimension: nowhere to write)
             ok = (s >= 0) & (s <= hi)
             mask = ok if mask is None else mask & ok
         starts[d] = np.clip(s, 0, max(hi, 0))

@@ -55,14 +55,14 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
             except ValueError as e:
                 raise ValueError(f"functrax.numpy.array: cannot build an array from {object!r} "
                                  f"({e}); nested sequences must be rectangular") from None
-            if val.dtype == object or val.dtype.kind in "OSUV":
+            if val.dtype.kind in "OSUV":
                 raise TypeError(f"functrax.numpy.array: cannot convert {object!r} to an array "
                                 "of numbers")
             if val.dtype.kind == "f" and dtype is None:
                 val = val.astype(dtypes.default_float_dtype())
             elif val.dtype.kind == "i" and dtype is None:
                 val = val.astype(dtypes.default_int_dtype())
-        if val.dtype.kind in "OSUV" or val.dtype == object:
+        if val.dtype.kind in "OSUV":
             raise TypeError(f"functrax.numpy.array: unsupported dtype {val.dtype} of {object!r}")
         out = Array(np.array(val, dtype=dtype or dtypes.canonicalize_dtype(val.dtype),
                              copy=True))

@@ -1,0 +1,2 @@
+"""Placeholder: filled in by the indexing work."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""``functrax.numpy.linalg``."""
+__all__ = []

@@ -73,6 +73,18 @@ class ShapedArray:
     __str__ = str_short
 
 
+_SCALAR_AVALS: dict = {}
+
+
+def _scalar_aval(dtype, weak):
+    """Rank-0 avals are interned: scalars are the most common constants in eager code."""
+    key = (dtype, weak, dtypes.x64_enabled())
+    aval = _SCALAR_AVALS.get(key)
+    if aval is None:
+        aval = _SCALAR_AVALS[key] = ShapedArray((), dtypes.canonicalize_dtype(dtype), weak)
+    return aval
+
+
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
     """Equal up to weak type (JAX's notion of type compatibility)."""
     return a.shape == b.shape and a.dtype == b.dtype
@@ -91,10 +103,12 @@ def get_aval(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if type(aval) is ShapedArray:
         return aval
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+    if isinstance(x, np.generic):
+        return _scalar_aval(x.dtype, False)
+    if isinstance(x, np.ndarray):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     if type(x) in (bool, int, float, complex):
-        return ShapedArray((), dtypes.python_scalar_dtype(x), type(x) is not bool)
+        return _scalar_aval(dtypes.python_scalar_dtype(x), type(x) is not bool)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid functrax type: "
                     "pass arrays (functrax.numpy.asarray(...)), numpy arrays or Python scalars.")
 
@@ -422,17 +436,23 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim, args, params):
         avals = []
+        vals = []
         for x in args:
+            if type(x) is Array:
+                avals.append(x.aval)
+                vals.append(x._value)
+                continue
             if isinstance(x, Tracer):
                 raise UnexpectedTracerError(
                     x, f"It was passed to primitive '{prim}' outside of any transformation.")
-            avals.append(get_aval(x))
-        avals = tuple(avals)
-        out_aval = abstract_eval_cached(prim, avals, params)
+            a = get_aval(x)
+            avals.append(a)
+            vals.append(np.asarray(x, a.dtype))
+        out_aval = abstract_eval_cached(prim, tuple(avals), params)
         rule = eager_rules.get(prim)
         if rule is None:
             raise MissingRuleError("eager evaluation (numpy backend)", prim)
-        out = rule(*[to_numpy_value(x, a) for x, a in zip(args, avals)], **params)
+        out = rule(*vals, **params)
         if prim.multiple_results:
             return [_wrap(o, a, prim) for o, a in zip(out, out_aval)]
         return _wrap(out, out_aval, prim)

@@ -78,7 +78,9 @@ def canonicalize_dtype(dtype) -> np.dtype:
     Raises:
       TypeError: for dtypes functrax does not support (e.g. strings, objects).
     """
-    return _canonicalize(np.dtype(dtype), config.enable_x64)
+    if type(dtype) is not np.dtype:
+        dtype = np.dtype(dtype)
+    return _canonicalize(dtype, config.enable_x64)
 
 
 def default_int_dtype() -> np.dtype:
@@ -198,6 +200,11 @@ def promote_types(a, b) -> np.dtype:
 
 def result_dtype_and_weak(*pairs: tuple) -> tuple[np.dtype, bool]:
     """Join ``(dtype, weak_type)`` pairs; returns the canonical result dtype and weakness."""
+    return _result_cached(pairs, config.enable_x64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_cached(pairs, x64):
     nodes = tuple(_node(np.dtype(dt), w) for dt, w in pairs)
     node = nodes[0] if len(nodes) == 1 else _join(nodes)
     dtype, weak = _node_to_dtype(node)
@@ -206,11 +213,11 @@ def result_dtype_and_weak(*pairs: tuple) -> tuple[np.dtype, bool]:
 
 def dtype_and_weak(x) -> tuple[np.dtype, bool]:
     """``(dtype, weak_type)`` of a Python scalar, numpy value, Array or tracer."""
-    if type(x) in _PY_SCALAR_TYPES:
-        return python_scalar_dtype(x), type(x) is not bool
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval.dtype, aval.weak_type
+    if type(x) in _PY_SCALAR_TYPES:
+        return python_scalar_dtype(x), type(x) is not bool
     if isinstance(x, (np.ndarray, np.generic)):
         return canonicalize_dtype(x.dtype), False
     if isinstance(x, (np.dtype, type, str)):

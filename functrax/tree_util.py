@@ -100,7 +100,7 @@ def _flatten_fast(x, leaves):
         else:
             leaves.append(c)
             children.append(_LEAF)
-    return (kind, aux, children)
+    return (kind, aux, tuple(children))
 
 
 def _flatten_general(x, leaves, is_leaf, path, paths):
@@ -136,10 +136,10 @@ def _flatten_general(x, leaves, is_leaf, path, paths):
             paths.append(path)
         return _LEAF
     if not want:
-        return (kind, aux, [_flatten_general(c, leaves, is_leaf, None, None) for c in kids])
+        return (kind, aux, tuple([_flatten_general(c, leaves, is_leaf, None, None) for c in kids]))
     keys = keys or [SequenceKey(i) for i in range(len(kids))]
-    return (kind, aux, [_flatten_general(c, leaves, is_leaf, path + (k,), paths)
-                        for k, c in zip(keys, kids)])
+    return (kind, aux, tuple([_flatten_general(c, leaves, is_leaf, path + (k,), paths)
+                              for k, c in zip(keys, kids)]))
 
 
 def _unflatten(node, it):
@@ -216,7 +216,9 @@ def _repr(node):
 
 
 def _compose(node, inner):
-    return inner if node is _LEAF else (node[0], node[1], [_compose(c, inner) for c in node[2]])
+    if node is _LEAF:
+        return inner
+    return (node[0], node[1], tuple(_compose(c, inner) for c in node[2]))
 
 
 class PyTreeDef:
@@ -291,7 +293,12 @@ class PyTreeDef:
         return self._node is other._node or self._node == other._node
 
     def __hash__(self):
-        if self._hash is None:  # Custom aux data is left out: it may be unhashable.
+        if self._hash is None:
+            try:  # Nodes are nested tuples: hash in C when all aux data is hashable (as JAX
+                self._hash = hash(self._node)  # requires); else leave custom aux data out.
+                return self._hash
+            except TypeError:
+                pass
             sig, stack = [], [self._node]
             while stack:
                 n = stack.pop()
@@ -354,9 +361,13 @@ def _flatten_rest(treedef, rest, is_leaf):
         try:
             out.append(treedef.flatten_up_to(r))
         except ValueError as e:
-            raise ValueError(f"Tree structure mismatch: argument {i} has structure "
-                             f"{tree_structure(r, is_leaf)}, which does not have the first "
-                             f"tree's structure {treedef} as a prefix: {e}") from None
+            try:
+                other = tree_structure(r, is_leaf)
+            except Exception:  # Describing the mismatch must not mask it.
+                other = repr(r)
+            raise ValueError(f"Tree structure mismatch: argument {i} has structure {other}, "
+                             f"which does not have the first tree's structure {treedef} as a "
+                             f"prefix: {e}") from None
     return out
 
 
@@ -417,7 +428,10 @@ def broadcast_prefix(prefix_tree: Any, full_tree: Any, is_leaf: _IsLeaf = None) 
     [0, 0, None]
     """
     result = []
-    add = lambda x, sub: result.extend([x] * tree_structure(sub).num_leaves)
+
+    def add(x, subtree):
+        result.extend([x] * tree_structure(subtree).num_leaves)
+
     tree_map(add, prefix_tree, full_tree, is_leaf=is_leaf)
     return result
 
@@ -475,7 +489,7 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
 
 def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     """The treedef of a tuple whose children have the given treedefs."""
-    return PyTreeDef((tuple, None, [t._node for t in treedefs]))
+    return PyTreeDef((tuple, None, tuple(t._node for t in treedefs)))
 
 
 def all_leaves(iterable: Iterable[Any], is_leaf: _IsLeaf = None) -> bool:

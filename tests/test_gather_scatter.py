@@ -7,14 +7,28 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functrax.core
 from functrax.core import Array, ShapedArray
 from functrax.lowering import numpy_backend
 from functrax.primitives.gather_scatter import (
-    GatherDimensionNumbers as GDN, GatherScatterMode as Mode, ScatterDimensionNumbers as SDN,
-    gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p,
+    GatherDimensionNumbers as GDN,
+)
+from functrax.primitives.gather_scatter import (
+    GatherScatterMode as Mode,
+)
+from functrax.primitives.gather_scatter import (
+    ScatterDimensionNumbers as SDN,
+)
+from functrax.primitives.gather_scatter import (
+    gather_p,
+    scatter_add_p,
+    scatter_max_p,
+    scatter_min_p,
+    scatter_mul_p,
+    scatter_p,
 )
 
 rules = numpy_backend.numpy_rules
@@ -120,13 +134,14 @@ def eager(prim, *args, **params):
 
 
 def gparams(dn, slice_sizes, mode=None, fill_value=None):
-    return dict(dimension_numbers=dn, slice_sizes=tuple(slice_sizes), indices_are_sorted=False,
-                unique_indices=False, mode=mode, fill_value=fill_value)
+    return {"dimension_numbers": dn, "slice_sizes": tuple(slice_sizes),
+            "indices_are_sorted": False, "unique_indices": False, "mode": mode,
+            "fill_value": fill_value}
 
 
 def sparams(dn, mode=None):
-    return dict(dimension_numbers=dn, indices_are_sorted=False, unique_indices=False,
-                mode=mode, update_jaxpr=None, update_consts=())
+    return {"dimension_numbers": dn, "indices_are_sorted": False, "unique_indices": False,
+            "mode": mode, "update_jaxpr": None, "update_consts": ()}
 
 
 def check_gather(x, idx, dn, slice_sizes, mode=None, fill_value=None, expected=None):
@@ -488,7 +503,8 @@ def _scatter_err(xshape, ishape, ushape, dn, udtype=np.float32, idtype=np.int32)
 
 @pytest.mark.parametrize("xshape,ishape,ushape,dn,match", [
     ((5, 3), (4, 1), (4, 3, 1), SDN((1,), (0,), (0,)), "updates tensor must be of rank 2"),
-    ((5, 3), (4, 1), (4, 3), SDN((1,), (), (0,)), "window of size 1 .*doesn't match operand of rank 2"),
+    ((5, 3), (4, 1), (4, 3), SDN((1,), (), (0,)),
+     "window of size 1 .*doesn't match operand of rank 2"),
     ((5, 3), (4, 1), (4, 3), SDN((1,), (0,), (0, 1)), "2 elements in scatter_dims_to_operand"),
     ((5, 3), (4, 1), (4, 3), SDN((1,), (0,), (2,)), "Invalid scatter_dims_to_operand_dims"),
     ((5, 3), (4, 1), (4, 4), SDN((1,), (0,), (0,)), "updates bound is 4, operand bound is 3"),

@@ -230,7 +230,9 @@ def test_tree_transpose_property(t):
 
 @given(trees)
 def test_is_leaf_stops_descent(t):
-    is_list = lambda x: isinstance(x, list)
+    def is_list(x):
+        return isinstance(x, list)
+
     leaves, td = tu.tree_flatten(t, is_leaf=is_list)
     assert same(td.unflatten(leaves), ref_map(lambda x: x, t)) or not leaves
     assert all(not isinstance(x, (tuple, dict)) or is_list(x) for x in leaves)
@@ -249,7 +251,8 @@ def test_builtin_node_semantics():
         "PyTreeDef((*, {'a': *, 'b': [*, *]}))"
     assert repr(tu.tree_structure((1, {"a": 2, "b": [3, 4]}))) == \
         "PyTreeDef((*, {'a': *, 'b': [*, *]}))"
-    assert repr(tu.tree_structure(Point(1, 2))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
+    assert repr(tu.tree_structure(Point(1, 2))) == \
+        "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
 
 
 def test_dict_sorted_and_ordered_dicts():
@@ -395,7 +398,8 @@ def test_key_path_strings():
     assert hash(DictKey("a")) == hash(DictKey("a")) and DictKey("a") != GetAttrKey("a")
     od = OrderedDict([("z", 1), ("y", 2)])
     assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(od)] == ["['z']", "['y']"]
-    out = tu.tree_map_with_path(lambda p, x, y: (tu.keystr(p), x + y), [1, {"k": 2}], [10, {"k": 20}])
+    out = tu.tree_map_with_path(lambda p, x, y: (tu.keystr(p), x + y),
+                                [1, {"k": 2}], [10, {"k": 20}])
     assert out == [("[0]", 11), {"k": ("[1]['k']", 22)}]
     pairs = tu.tree_leaves_with_path([[1, 2], 3, 4], is_leaf=lambda x: x == [1, 2])
     assert pairs == [((SequenceKey(0),), [1, 2]), ((SequenceKey(1),), 3), ((SequenceKey(2),), 4)]
@@ -573,8 +577,10 @@ def test_tree_all_and_reduce():
     assert tu.tree_reduce(lambda a, b: a * b, [], 5) == 5
     with pytest.raises(TypeError):
         tu.tree_reduce(lambda a, b: a + b, [])
-    assert tu.tree_reduce(lambda a, b: a + len(b), [[1, 2], [3]], 0,
-                          is_leaf=lambda x: isinstance(x, list) and all(type(v) is int for v in x)) == 3
+    def int_list(x):
+        return isinstance(x, list) and all(type(v) is int for v in x)
+
+    assert tu.tree_reduce(lambda a, b: a + len(b), [[1, 2], [3]], 0, is_leaf=int_list) == 3
 
 
 def test_module_doctests():

@@ -14,7 +14,12 @@ import numpy as np
 from functrax import dtypes
 from functrax.lowering.numpy_backend import numpy_rules
 from functrax.primitives.gather_scatter import (
-    GatherScatterMode, gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p,
+    GatherScatterMode,
+    gather_p,
+    scatter_add_p,
+    scatter_max_p,
+    scatter_min_p,
+    scatter_mul_p,
     scatter_p,
 )
 

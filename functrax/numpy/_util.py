@@ -101,17 +101,67 @@ def promote_shapes(fun_name, *args):
             for x, s in zip(args, shapes)]
 
 
+def _same_avals(args):
+    """Fast path: all arguments are arrays/tracers of one aval (nothing to promote)."""
+    a0 = getattr(args[0], "aval", None)
+    if a0 is None:
+        return False
+    for x in args[1:]:
+        a = getattr(x, "aval", None)
+        if a is None or not (a is a0 or a == a0):
+            return False
+    return isinstance(args[0], (Array, Tracer))
+
+
+def _scalar_fast(args):
+    """Fast path for (strong array, Python int/float) pairs: the scalar takes the array's dtype.
+
+    Returns None when the general promotion is needed.
+    """
+    if len(args) != 2:
+        return None
+    x, y = args
+    swap = False
+    if type(x) in (int, float):
+        x, y, swap = y, x, True
+    elif type(y) not in (int, float):
+        return None
+    aval = getattr(x, "aval", None)
+    if aval is None or aval.weak_type:
+        return None
+    kind = aval.dtype.kind
+    if kind in "fc" or (kind in "iu" and type(y) is int):
+        c = aval.dtype.type(y)
+        return (c, x) if swap else (x, c)
+    return None
+
+
 def promote_args(fun_name, *args):
+    if _same_avals(args):
+        return args
+    fast = _scalar_fast(args)
+    if fast is not None:
+        return fast
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(fun_name, *args):
+    if _same_avals(args) and args[0].aval.dtype.kind in "fc":
+        return args
+    fast = _scalar_fast(args)
+    if fast is not None and np.asarray(fast[0]).dtype.kind in "fc":
+        return fast
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(fun_name, *args):
+    if _same_avals(args) and args[0].aval.dtype.kind != "b":
+        return args
+    fast = _scalar_fast(args)
+    if fast is not None:
+        return fast
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
 

@@ -1,6 +1,8 @@
 """Operators and methods shared by ``Array`` and every tracer, installed once on both classes."""
 from __future__ import annotations
 
+import numpy as np
+
 from functrax import core
 from functrax.numpy import reductions, shape_ops, ufuncs
 
@@ -15,7 +17,6 @@ def _defer(binary):
 
 
 def _known(x):
-    import numpy as np
     return isinstance(x, (core.Array, core.Tracer, np.ndarray, np.generic)) or type(x) in (
         bool, int, float, complex)
 

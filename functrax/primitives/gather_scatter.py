@@ -17,9 +17,15 @@ import enum
 from functrax.primitives._util import ShapedArray, new_primitive
 
 __all__ = [
-    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
-    "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "gather_p",
+    "scatter_add_p",
     "scatter_max_p",
+    "scatter_min_p",
+    "scatter_mul_p",
+    "scatter_p",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Hand-written Triton kernels (one per file)."""

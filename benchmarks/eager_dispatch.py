@@ -67,7 +67,8 @@ def main(argv=None):
         worst = max(worst, overhead)
         print(f"{name:<26}{t_f:>12.2f}{t_np:>10.2f}{overhead:>13.2f}{t_f / t_np:>7.1f}x")
     verdict = "meets" if worst < TARGET_OVERHEAD_US else "misses"
-    print(f"\nworst overhead {worst:.2f} us/op: {verdict} the {TARGET_OVERHEAD_US:.0f} us/op target")
+    print(f"\nworst overhead {worst:.2f} us/op: {verdict} the "
+          f"{TARGET_OVERHEAD_US:.0f} us/op target")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ kind never confuse each other's values, and a tracer whose trace has ended is de
 """
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 
@@ -45,7 +46,7 @@ class ShapedArray:
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape

@@ -20,3 +20,6 @@ from functrax import tree_util  # noqa: F401
 from functrax.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
 
 __version__ = "0.1.0"
+from functrax.transforms import (  # noqa: F401,E402
+    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
+)

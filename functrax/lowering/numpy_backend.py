@@ -73,14 +73,19 @@ def _pow(x, y):
 def _shift_right_logical(x, y):
     bits = x.dtype.itemsize * 8
     ux = x.view(np.dtype(f"u{x.dtype.itemsize}"))
-    out = np.where(y >= bits, 0, ux >> np.clip(y, 0, bits - 1).astype(ux.dtype))
+    # the shift amount is read as unsigned (as XLA does): negative amounts are >= bits too
+    out = np.where((y < 0) | (y >= bits), 0, ux >> np.clip(y, 0, bits - 1).astype(ux.dtype))
     return out.astype(ux.dtype).view(x.dtype)
 
 
 def _round(x, rounding_method=0):
     if rounding_method == 1:
         return np.round(x)
-    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype)
+    # away from zero, exactly: floor(x + 0.5) would round 0.49999997 up in float32
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        frac_ge_half = np.abs(x - t) >= 0.5
+    return np.where(frac_ge_half, t + np.sign(x), t).astype(x.dtype)
 
 
 def _logistic(x):
@@ -348,7 +353,8 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_eleme
     rhs_t = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(
         [math.prod(bsz), math.prod(rhs.shape[i] for i in rc), math.prod(
             rhs.shape[i] for i in rf)])
-    compute = lhs.dtype if lhs.dtype.kind in "fc" else out_dtype
+    # accumulate in the preferred type when given (f16 x f16 -> f32 sums in f32, as XLA)
+    compute = out_dtype if preferred_element_type else lhs.dtype
     if compute == np.bool_:
         compute = np.dtype(np.int32)
     out = np.matmul(lhs_t.astype(compute, copy=False), rhs_t.astype(compute, copy=False))

@@ -1,19 +1,59 @@
-"""Shape manipulation of ``functrax.numpy``: reshape, transpose, stack, split, pad, tile, ..."""
+"""Shape manipulation of ``functrax.numpy``: reshape, transpose, stack, split, pad, tile, ...
+
+Every function here is traceable: shapes and other static arguments are Python values, the
+data flows through ``functrax.lax`` (slices, reversals, concatenations, broadcasts, pads).
+"""
 from __future__ import annotations
 
 import operator
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core, dtypes, lax
+from functrax.errors import ConcretizationTypeError
 from functrax.numpy._util import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axes,
     canonicalize_axis, check_arraylike, promote_dtypes,
 )
 
+_ARRAY_TYPES = (core.Array, core.Tracer)
+
 
 def _aval(x):
     return core.get_aval(x)
+
+
+def _static(x, fun_name, argname):
+    """The concrete value of a static argument (tracers inside must have a known value)."""
+    if isinstance(x, core.Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            raise ConcretizationTypeError(
+                x, f"The problem arose with the `{argname}` argument of functrax.numpy."
+                   f"{fun_name}, which must be static because it determines the output shape. ")
+        return v
+    if isinstance(x, (list, tuple)):
+        return [_static(v, fun_name, argname) for v in x]
+    return x
+
+
+def _index_tuple(x, fun_name, argname):
+    """A static int or sequence of ints as a tuple of Python ints."""
+    x = _static(x, fun_name, argname)
+    seq = list(np.asarray(x).ravel()) if isinstance(x, (list, np.ndarray, core.Array)) else [x]
+    try:
+        return tuple(operator.index(i) for i in seq)
+    except TypeError:
+        raise TypeError(f"{fun_name}: `{argname}` must be an integer or a sequence of integers, "
+                        f"got {x!r}") from None
+
+
+def _array(fun_name, a):
+    check_arraylike(fun_name, a)
+    return asarray_operand(a)
+
+
+# --- reshaping and permuting ---
 
 
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
@@ -25,14 +65,21 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     """
     if shape is None:
         shape = newshape
-    if order != "C":
-        raise NotImplementedError("functrax.numpy.reshape: only order='C' is supported")
+    if shape is None:
+        raise TypeError("reshape: missing the required argument `shape`")
     a = asarray_operand(a)
+    if order == "F":
+        shape = _index_tuple(shape, "reshape", "shape")
+        return transpose(reshape(transpose(a), shape[::-1]))
+    if order != "C":
+        raise NotImplementedError(f"functrax.numpy.reshape: order={order!r} is not supported; "
+                                  "use 'C' or 'F'")
     size = _aval(a).size
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(
-        operator.index(d) for d in shape)
+    shape = _index_tuple(shape, "reshape", "shape")
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: can only specify one unknown dimension, got {shape}")
+    if any(d < -1 for d in shape):
+        raise ValueError(f"reshape: negative dimensions are not allowed, got {shape}")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or size % known:
@@ -46,6 +93,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 def ravel(a, order="C"):
+    """Flatten ``a`` into one dimension (row-major for 'C', column-major for 'F')."""
     return reshape(a, (-1,), order)
 
 
@@ -54,22 +102,23 @@ def transpose(a, axes=None):
     a = asarray_operand(a)
     nd = _aval(a).ndim
     axes = tuple(range(nd))[::-1] if axes is None else tuple(
-        canonicalize_axis(i, nd, "transpose") for i in axes)
+        canonicalize_axis(i, nd, "transpose") for i in _index_tuple(axes, "transpose", "axes"))
     if sorted(axes) != list(range(nd)):
-        raise ValueError(f"transpose: axes {axes} don't match array of shape {_aval(a).shape}")
+        raise ValueError(f"transpose: axes {axes} don't match array of shape {_aval(a).shape}; "
+                         f"give a permutation of range({nd})")
     return lax.transpose(a, axes)
 
 
 def moveaxis(a, source, destination):
+    """Move axes ``source`` of ``a`` to positions ``destination`` (others keep their order)."""
     a = asarray_operand(a)
     nd = _aval(a).ndim
-    src = canonicalize_axes(source if isinstance(source, (tuple, list)) else (source,), nd,
+    src = canonicalize_axes(_index_tuple(source, "moveaxis", "source"), nd, "moveaxis")
+    dst = canonicalize_axes(_index_tuple(destination, "moveaxis", "destination"), nd,
                             "moveaxis")
-    dst = canonicalize_axes(destination if isinstance(destination, (tuple, list))
-                            else (destination,), nd, "moveaxis")
     if len(src) != len(dst):
-        raise ValueError("moveaxis: source and destination must have the same number of "
-                         "elements")
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
+                         "the same number of elements")
     perm = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         perm.insert(d, s)
@@ -77,6 +126,7 @@ def moveaxis(a, source, destination):
 
 
 def swapaxes(a, axis1, axis2):
+    """Interchange two axes of ``a``."""
     a = asarray_operand(a)
     nd = _aval(a).ndim
     perm = list(range(nd))
@@ -86,19 +136,21 @@ def swapaxes(a, axis1, axis2):
 
 
 def expand_dims(a, axis):
+    """Insert size-1 axes at positions ``axis`` (an int or a tuple) of the result."""
     a = asarray_operand(a)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = _index_tuple(axis, "expand_dims", "axis")
     nd = _aval(a).ndim + len(axes)
     return lax.expand_dims(a, canonicalize_axes(axes, nd, "expand_dims"))
 
 
 def squeeze(a, axis=None):
+    """Remove size-1 axes (all of them, or those named by ``axis``)."""
     a = asarray_operand(a)
     shape = _aval(a).shape
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
     else:
-        axes = canonicalize_axes(axis, len(shape), "squeeze")
+        axes = canonicalize_axes(_index_tuple(axis, "squeeze", "axis"), len(shape), "squeeze")
         for i in axes:
             if shape[i] != 1:
                 raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
@@ -107,9 +159,14 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape):
-    check_arraylike("broadcast_to", array)
-    array = asarray_operand(array)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    """Broadcast ``array`` to ``shape`` (numpy rules).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.broadcast_to(fnp.arange(3), (2, 3)).shape
+    (2, 3)
+    """
+    array = _array("broadcast_to", array)
+    shape = _index_tuple(shape, "broadcast_to", "shape")
     try:
         return broadcast_to_shape(array, shape)
     except ValueError:
@@ -118,21 +175,49 @@ def broadcast_to(array, shape):
 
 
 def broadcast_arrays(*args):
-    shape = broadcast_shapes_named("broadcast_arrays", *[np.shape(a) if not isinstance(
-        a, (core.Array, core.Tracer)) else a.shape for a in args])
+    """Broadcast all arguments to their common shape; returns a list."""
+    check_arraylike("broadcast_arrays", *args)
+    shape = broadcast_shapes_named("broadcast_arrays", *[_aval(a).shape for a in args])
     return [broadcast_to(a, shape) for a in args]
 
 
 def broadcast_shapes(*shapes):
-    return broadcast_shapes_named("broadcast_shapes", *shapes)
+    """The shape that all ``shapes`` broadcast to (a tuple)."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    return tuple(broadcast_shapes_named("broadcast_shapes", *shapes))
+
+
+# --- joining ---
+
+
+def _seq(fun_name, arrays):
+    """A list of operands from a sequence, or the rows of an array."""
+    if isinstance(arrays, (np.ndarray, *_ARRAY_TYPES)):
+        arrays = asarray_operand(arrays)
+        if _aval(arrays).ndim == 0:
+            raise TypeError(f"{fun_name}: expected a sequence of arrays, got a 0-d array")
+        return [lax.index_in_dim(arrays, i, 0, keepdims=False)
+                for i in range(_aval(arrays).shape[0])]
+    if not isinstance(arrays, (list, tuple)):
+        try:
+            arrays = list(arrays)
+        except TypeError:
+            raise TypeError(f"{fun_name}: expected a sequence of arrays, got "
+                            f"{type(arrays).__name__}") from None
+    if not len(arrays):
+        raise ValueError(f"{fun_name}: need at least one array to concatenate")
+    check_arraylike(fun_name, *arrays)
+    return [asarray_operand(a) for a in arrays]
 
 
 def concatenate(arrays, axis=0, dtype=None):
-    """Join arrays along an existing ``axis`` (None: flatten first)."""
-    if not len(arrays):
-        raise ValueError("Need at least one array to concatenate.")
-    check_arraylike("concatenate", *arrays)
-    arrays = [asarray_operand(a) for a in arrays]
+    """Join arrays along an existing ``axis`` (None: flatten first).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.concatenate([fnp.zeros(2), fnp.ones(1)])
+    Array([0., 0., 1.], dtype=float32)
+    """
+    arrays = _seq("concatenate", arrays)
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
@@ -140,24 +225,629 @@ def concatenate(arrays, axis=0, dtype=None):
     if dtype is not None:
         arrays = [lax.convert_element_type(a, dtype) for a in arrays]
     arrays = [asarray_operand(a) for a in arrays]
-    nd = _aval(arrays[0]).ndim
+    shapes = [_aval(a).shape for a in arrays]
+    nd = len(shapes[0])
     if nd == 0:
-        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
-    if any(_aval(a).ndim != nd for a in arrays):
-        raise ValueError(f"concatenate: all input arrays must have the same number of dimensions, "
-                         f"got shapes {[_aval(a).shape for a in arrays]}")
-    return lax.concatenate(arrays, canonicalize_axis(axis, nd, "concatenate"))
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated; use "
+                         "stack, or atleast_1d first")
+    if any(len(s) != nd for s in shapes):
+        raise ValueError(f"concatenate: all input arrays must have the same number of "
+                         f"dimensions, got shapes {shapes}")
+    axis = canonicalize_axis(axis, nd, "concatenate")
+    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        raise ValueError(f"concatenate: all input array dimensions except for the "
+                         f"concatenation axis {axis} must match exactly, got shapes {shapes}")
+    return lax.concatenate(arrays, axis)
 
 
 def stack(arrays, axis=0, dtype=None):
-    """Join arrays along a new ``axis``."""
-    if not len(arrays):
-        raise ValueError("Need at least one array to stack.")
-    arrays = [asarray_operand(a) for a in arrays]
-    shapes = {_aval(a).shape for a in arrays}
-    if len(shapes) > 1:
-        raise ValueError(f"stack: all input arrays must have the same shape, got "
-                         f"{[_aval(a).shape for a in arrays]}")
-    nd = _aval(arrays[0]).ndim + 1
-    axis = canonicalize_axis(axis, nd, "stack")
+    """Join arrays of equal shape along a new ``axis``.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.stack([fnp.zeros(2), fnp.ones(2)], axis=1).shape
+    (2, 2)
+    """
+    if isinstance(arrays, (np.ndarray, *_ARRAY_TYPES)):
+        arrays = asarray_operand(arrays)
+        out = moveaxis(arrays, 0, canonicalize_axis(axis, _aval(arrays).ndim, "stack"))
+        return out if dtype is None else lax.convert_element_type(out, dtype)
+    arrays = _seq("stack", arrays)
+    shapes = [_aval(a).shape for a in arrays]
+    if len(set(shapes)) > 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got {shapes}")
+    axis = canonicalize_axis(axis, len(shapes[0]) + 1, "stack")
     return concatenate([lax.expand_dims(a, (axis,)) for a in arrays], axis, dtype)
+
+
+def hstack(tup, dtype=None):
+    """Stack horizontally: along axis 1, or axis 0 for 1-D inputs."""
+    arrs = [atleast_1d(a) for a in _seq("hstack", tup)]
+    return concatenate(arrs, 0 if _aval(arrs[0]).ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    """Stack vertically (along axis 0), after making every input at least 2-D."""
+    return concatenate([atleast_2d(a) for a in _seq("vstack", tup)], 0, dtype)
+
+
+def dstack(tup, dtype=None):
+    """Stack depth-wise (along axis 2), after making every input at least 3-D."""
+    return concatenate([atleast_3d(a) for a in _seq("dstack", tup)], 2, dtype)
+
+
+def column_stack(tup):
+    """Stack 1-D arrays as columns of a 2-D array (2-D inputs are joined along axis 1)."""
+    arrs = [lax.reshape(a, (_aval(a).size, 1)) if _aval(a).ndim < 2 else a
+            for a in _seq("column_stack", tup)]
+    return concatenate(arrs, 1)
+
+
+def append(arr, values, axis=None):
+    """``arr`` with ``values`` appended along ``axis`` (both flattened when it is None)."""
+    check_arraylike("append", arr, values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+def atleast_1d(*arys):
+    """Each input as an array of at least one dimension (a list for several inputs)."""
+    check_arraylike("atleast_1d", *arys)
+    out = [_atleast(asarray_operand(a), 1) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    """Each input as an array of at least two dimensions (new axes are leading)."""
+    check_arraylike("atleast_2d", *arys)
+    out = [_atleast(asarray_operand(a), 2) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    """Each input with at least three dimensions: ``(N,) -> (1, N, 1)``, ``(M, N) -> (M, N, 1)``.
+    """
+    check_arraylike("atleast_3d", *arys)
+    out = []
+    for a in arys:
+        a = asarray_operand(a)
+        nd = _aval(a).ndim
+        dims = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}.get(nd, ())
+        out.append(lax.expand_dims(a, dims) if dims else a)
+    return out[0] if len(out) == 1 else out
+
+
+def _atleast(a, n):
+    nd = _aval(a).ndim
+    return lax.expand_dims(a, tuple(range(n - nd))) if nd < n else a
+
+
+# --- splitting ---
+
+
+def _split(fun_name, ary, indices_or_sections, axis):
+    ary = _array(fun_name, ary)
+    shape = _aval(ary).shape
+    if not shape:
+        raise ValueError(f"{fun_name}: cannot split a 0-d array")
+    axis = canonicalize_axis(_static(axis, fun_name, "axis"), len(shape), fun_name)
+    size = shape[axis]
+    ios = _static(indices_or_sections, fun_name, "indices_or_sections")
+    if isinstance(ios, (list, tuple)) or np.ndim(ios) > 0:
+        if np.ndim(ios) != 1:
+            raise ValueError(f"{fun_name}: indices_or_sections must be an integer or a 1-D "
+                             f"sequence of indices, got {indices_or_sections!r}")
+        idx = list(_index_tuple(list(np.asarray(ios)) if len(ios) else [], fun_name,
+                                "indices_or_sections"))
+        bounds = []
+        for st, en in zip([0] + idx, idx + [size]):  # Python slice semantics, as numpy
+            r = range(size)[st:en]
+            bounds.append((r.start, max(r.start, r.stop)))
+    else:
+        try:
+            n = operator.index(ios)
+        except TypeError:
+            raise TypeError(f"{fun_name}: indices_or_sections must be an integer or a sequence "
+                            f"of integers, got {ios!r}") from None
+        if n <= 0:
+            raise ValueError(f"{fun_name}: number sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        if r and fun_name != "array_split":
+            raise ValueError(f"array split does not result in an equal division: {fun_name} of "
+                             f"axis {axis} (size {size}) into {n} sections leaves a rest of "
+                             f"{r}. Use array_split for unequal sections, or pass indices.")
+        sizes = [q + 1] * r + [q] * (n - r)
+        starts = np.cumsum([0] + sizes)
+        bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+    return [lax.slice_in_dim(ary, s, e, 1, axis) for s, e in bounds]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into equal sections (an int) or at the given indices (a sequence); a list.
+
+    >>> import functrax.numpy as fnp
+    >>> [p.shape for p in fnp.split(fnp.arange(6), [1, 4])]
+    [(1,), (3,), (2,)]
+    """
+    return _split("split", ary, indices_or_sections, axis)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Like ``split`` but an int may leave unequal sections (the first ones one longer)."""
+    return _split("array_split", ary, indices_or_sections, axis)
+
+
+def _split_nd(fun_name, ary, ios, min_nd, axis_fn):
+    ary = _array(fun_name, ary)
+    nd = _aval(ary).ndim
+    if nd < min_nd:
+        raise ValueError(f"{fun_name} only works on arrays of {min_nd} or more dimensions, got "
+                         f"shape {_aval(ary).shape}")
+    return _split("split", ary, ios, axis_fn(nd))
+
+
+def hsplit(ary, indices_or_sections):
+    """``split`` along axis 1 (axis 0 for 1-D arrays)."""
+    return _split_nd("hsplit", ary, indices_or_sections, 1, lambda nd: 1 if nd > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """``split`` along axis 0 of an array of at least 2 dimensions."""
+    return _split_nd("vsplit", ary, indices_or_sections, 2, lambda nd: 0)
+
+
+def dsplit(ary, indices_or_sections):
+    """``split`` along axis 2 of an array of at least 3 dimensions."""
+    return _split_nd("dsplit", ary, indices_or_sections, 3, lambda nd: 2)
+
+
+# --- tiling and repeating ---
+
+
+def tile(A, reps):
+    """Repeat the whole array ``A`` ``reps`` times (per axis when ``reps`` is a sequence).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.tile(fnp.arange(2), (2, 2))
+    Array([[0, 1, 0, 1],
+           [0, 1, 0, 1]], dtype=int32)
+    """
+    A = _array("tile", A)
+    reps = _index_tuple(reps, "tile", "reps")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative integers, got {reps}")
+    shape = (1,) * (len(reps) - _aval(A).ndim) + _aval(A).shape
+    reps = (1,) * (len(shape) - len(reps)) + reps
+    a = lax.reshape(A, [k for d in shape for k in (1, d)])
+    a = lax.broadcast_in_dim(a, [k for pair in zip(reps, shape) for k in pair],
+                             tuple(range(2 * len(shape))))
+    return lax.reshape(a, [r * d for r, d in zip(reps, shape)])
+
+
+def _gather_axis(a, indices, axis):
+    """``a`` indexed along ``axis`` by the in-bounds int32 ``indices`` of shape (L,)."""
+    shape = _aval(a).shape
+    nd = len(shape)
+    dn = lax.GatherDimensionNumbers(
+        offset_dims=tuple(i for i in range(nd) if i != axis), collapsed_slice_dims=(axis,),
+        start_index_map=(axis,))
+    idx = lax.reshape(indices, (_aval(indices).shape[0], 1))
+    return lax.gather_p.bind(a, idx, dimension_numbers=dn,
+                             slice_sizes=tuple(1 if i == axis else d for i, d in enumerate(shape)),
+                             indices_are_sorted=True, unique_indices=False,
+                             mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+
+
+def _repeat_traced(a, repeats, axis, total):
+    """Repeat with traced ``repeats``: out[j] = a[#{i: exclusive_cumsum(repeats)[i] <= j} - 1]."""
+    n = _aval(a).shape[axis]
+    i32 = dtypes.canonicalize_dtype(np.int32)
+    if _aval(repeats).dtype.kind not in "iu":
+        raise TypeError(f"repeat: repeats must be integers, got {_aval(repeats).dtype.name}")
+    reps = lax.convert_element_type(repeats, i32)
+    reps = broadcast_to(reps, (n,)) if _aval(reps).ndim == 0 else reps
+    excl = lax.sub(lax.cumsum(reps, 0), reps)
+    pos = lax.broadcasted_iota(i32, (total, n), 0)
+    hits = lax.convert_element_type(lax.le(lax.broadcast_in_dim(excl, (total, n), (1,)), pos),
+                                    i32)
+    return _gather_axis(a, lax.sub(lax.reduce_sum(hits, (1,)), np.int32(1)), axis)
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeat each element of ``a`` ``repeats`` times along ``axis`` (flattened when None).
+
+    ``repeats`` is an int or one int per element of the axis, and must be concrete unless the
+    static ``total_repeat_length`` is given. With ``total_repeat_length``, extra elements are
+    dropped and a shortfall repeats the final value (as JAX).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.repeat(fnp.array([1, 2]), fnp.array([1, 2]))
+    Array([1, 2, 2], dtype=int32)
+    """
+    a = _array("repeat", a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    elif _aval(a).ndim == 0:
+        raise ValueError(f"repeat: axis {axis} is out of bounds for a 0-d array; use axis=None")
+    axis = canonicalize_axis(_static(axis, "repeat", "axis"), _aval(a).ndim, "repeat")
+    n = _aval(a).shape[axis]
+    if total_repeat_length is not None:
+        total_repeat_length = operator.index(_static(total_repeat_length, "repeat",
+                                                     "total_repeat_length"))
+        if total_repeat_length < 0:
+            raise ValueError(f"repeat: total_repeat_length must be non-negative, got "
+                             f"{total_repeat_length}")
+    if isinstance(repeats, core.Tracer) and repeats.to_concrete_value() is None:
+        if total_repeat_length is None:
+            raise ConcretizationTypeError(
+                repeats, "functrax.numpy.repeat: traced `repeats` need a static "
+                         "`total_repeat_length` (the output size must be known). ")
+        if n == 0 or total_repeat_length == 0:
+            return lax.slice_in_dim(a, 0, 0, 1, axis) if total_repeat_length == 0 else a
+        return _repeat_traced(a, repeats, axis, total_repeat_length)
+    reps = np.asarray(_static(repeats, "repeat", "repeats"))
+    if reps.dtype.kind not in "iub":
+        raise TypeError(f"repeat: repeats must be integers, got {repeats!r}")
+    if reps.ndim > 1 or reps.size not in (1, n):
+        raise ValueError(f"repeat: repeats of shape {reps.shape} do not match axis {axis} of "
+                         f"size {n} (array shape {_aval(a).shape}); give an int or {n} ints")
+    reps = reps.astype(np.int64).ravel()
+    if (reps < 0).any():
+        raise ValueError(f"repeat: repeats may not contain negative values, got {reps.tolist()}")
+    if reps.size == 1 and total_repeat_length in (None, int(reps[0]) * n):
+        r = int(reps[0])
+        shape = _aval(a).shape
+        b = lax.broadcast_in_dim(lax.expand_dims(a, (axis + 1,)),
+                                 shape[:axis + 1] + (r,) + shape[axis + 1:],
+                                 tuple(range(len(shape) + 1)))
+        return lax.reshape(b, shape[:axis] + (n * r,) + shape[axis + 1:])
+    if n == 0:
+        return a
+    reps = np.broadcast_to(reps, (n,))
+    total = int(reps.sum()) if total_repeat_length is None else total_repeat_length
+    if total == 0:
+        return lax.slice_in_dim(a, 0, 0, 1, axis)
+    excl = np.cumsum(reps) - reps
+    idx = np.searchsorted(excl, np.arange(total), side="right") - 1
+    return _gather_axis(a, core.Array(idx.astype(np.int32)), axis)
+
+
+# --- flipping and rolling ---
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along ``axis`` (all axes when None)."""
+    m = _array("flip", m)
+    nd = _aval(m).ndim
+    axes = tuple(range(nd)) if axis is None else canonicalize_axes(
+        _index_tuple(axis, "flip", "axis"), nd, "flip")
+    return lax.rev(m, axes) if axes else m
+
+
+def fliplr(m):
+    """Reverse the order of columns (axis 1); needs at least 2 dimensions."""
+    m = _array("fliplr", m)
+    if _aval(m).ndim < 2:
+        raise ValueError(f"fliplr: input must be >= 2-d, got shape {_aval(m).shape}")
+    return lax.rev(m, (1,))
+
+
+def flipud(m):
+    """Reverse the order of rows (axis 0); needs at least 1 dimension."""
+    m = _array("flipud", m)
+    if _aval(m).ndim < 1:
+        raise ValueError("flipud: input must be >= 1-d, got a 0-d array")
+    return lax.rev(m, (0,))
+
+
+def roll(a, shift, axis=None):
+    """Roll elements along ``axis`` (flattened when None); ``shift`` may be traced.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.roll(fnp.arange(4), 1)
+    Array([3, 0, 1, 2], dtype=int32)
+    """
+    a = _array("roll", a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
+    nd = _aval(a).ndim
+    axes = tuple(canonicalize_axis(i, nd, "roll") for i in _index_tuple(axis, "roll", "axis"))
+    if isinstance(shift, core.Tracer) and shift.to_concrete_value() is None:
+        return _roll_dynamic(a, shift, axes)
+    shifts = _index_tuple(shift, "roll", "shift")
+    try:
+        pairs = zip(*np.broadcast_arrays(np.asarray(axes), np.asarray(shifts)))
+    except ValueError:
+        raise ValueError(f"roll: shift {shifts} and axis {axes} must have the same length (or "
+                         "one of them length 1)") from None
+    for ax, s in pairs:
+        n = _aval(a).shape[ax]
+        i = int(-s) % n if n else 0
+        if i:
+            a = lax.concatenate([lax.slice_in_dim(a, i, n, 1, ax),
+                                 lax.slice_in_dim(a, 0, i, 1, ax)], int(ax))
+    return a
+
+
+def _roll_dynamic(a, shift, axes):
+    if _aval(shift).dtype.kind not in "iu":
+        raise TypeError(f"roll: shift must be an integer, got {_aval(shift).dtype.name}")
+    if _aval(shift).ndim > 1:
+        raise ValueError(f"roll: shift must be a scalar or 1-D, got shape {_aval(shift).shape}")
+    k = max(len(axes), _aval(shift).shape[0] if _aval(shift).ndim else 1)
+    if len(axes) not in (1, k):
+        raise ValueError(f"roll: shift of shape {_aval(shift).shape} and axis {axes} must have "
+                         "the same length (or one of them length 1)")
+    i32 = dtypes.canonicalize_dtype(np.int32)
+    shift = broadcast_to(lax.convert_element_type(shift, i32), (k,))
+    for j, ax in enumerate(axes * k if len(axes) == 1 else axes):
+        n = _aval(a).shape[ax]
+        if n == 0:
+            continue
+        s = lax.index_in_dim(shift, j, 0, keepdims=False)
+        s = lax.rem(lax.add(lax.rem(s, np.int32(n)), np.int32(n)), np.int32(n))
+        doubled = lax.concatenate([a, a], ax)
+        a = lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), s), n, ax)
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the
+    second axis)."""
+    m = _array("rot90", m)
+    nd = _aval(m).ndim
+    axes = _index_tuple(axes, "rot90", "axes")
+    if len(axes) != 2:
+        raise ValueError(f"rot90: len(axes) must be 2, got axes={axes}")
+    if nd < 2:
+        raise ValueError(f"rot90 requires an array of at least 2 dimensions, got shape "
+                         f"{_aval(m).shape}")
+    a0, a1 = (canonicalize_axis(ax, nd, "rot90") for ax in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must be different, got axes={axes}")
+    k = operator.index(_static(k, "rot90", "k")) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return lax.rev(m, (a0, a1))
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return lax.transpose(lax.rev(m, (a1,)), perm)
+    return lax.rev(lax.transpose(m, perm), (a1,))
+
+
+# --- padding ---
+
+_PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(), "empty": set(),
+               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+_PAD_UNSUPPORTED = ("linear_ramp", "maximum", "mean", "median", "minimum")
+
+
+def _pad_pairs(pad_width, nd):
+    pw = _static(pad_width, "pad", "pad_width")
+    try:
+        arr = np.asarray(pw)
+    except ValueError:
+        arr = np.empty(0, object)
+    if arr.dtype.kind == "O":
+        raise TypeError(f"pad: `pad_width` entries must be the same shape, got {pad_width!r}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"pad: `pad_width` must be of integral type, got {pad_width!r}")
+    arr = arr.astype(np.int64)
+    if arr.shape not in ((nd, 2), (1, 2), (2,), (1,), ()):
+        raise ValueError(f"pad: pad_width with nd={nd} has unsupported shape {arr.shape}. Valid "
+                         f"shapes are ({nd}, 2), (1, 2), (2,), (1,), or ().")
+    if (arr < 0).any():
+        raise ValueError(f"pad: pad_width can't contain negative values, got {pad_width!r}")
+    return [tuple(int(v) for v in p) for p in np.broadcast_to(arr.reshape(-1)[:2] if arr.shape
+                                                              != (nd, 2) else arr, (nd, 2))]
+
+
+def _scalar_at(x, i, j):
+    return lax.reshape(lax.slice(x, (i, j), (i + 1, j + 1)), ())
+
+
+def _pad_constant(a, pw, constant_values):
+    from functrax.numpy.creation import asarray
+    aval = _aval(a)
+    nd = aval.ndim
+    cv = lax.convert_element_type(asarray(constant_values), aval.dtype, aval.weak_type)
+    cshape = _aval(cv).shape
+    if cshape == ():
+        return lax.pad(a, cv, [(lo, hi, 0) for lo, hi in pw])
+    try:
+        cv = lax.broadcast_in_dim(cv, (nd, 2), tuple(range(2 - len(cshape), 2)))
+    except TypeError:
+        raise ValueError(f"pad: constant_values of shape {cshape} do not broadcast to ({nd}, 2) "
+                         "(one (before, after) pair per axis)") from None
+    for i, (lo, hi) in enumerate(pw):
+        widths = [(0, 0, 0)] * nd
+        widths[i] = (lo, 0, 0)
+        a = lax.pad(a, _scalar_at(cv, i, 0), widths)
+        widths[i] = (0, hi, 0)
+        a = lax.pad(a, _scalar_at(cv, i, 1), widths)
+    return a
+
+
+def _check_no_padding(pair, mode):
+    if pair[0] > 0 or pair[1] > 0:
+        raise ValueError(f"pad: cannot apply '{mode}' padding to an empty axis (use mode="
+                         "'constant')")
+
+
+def _slice_ax(a, start, stop, ax):
+    n = _aval(a).shape[ax]
+    start, stop, _ = slice(start, stop).indices(n)
+    return lax.slice_in_dim(a, start, max(start, stop), 1, ax)
+
+
+def _edge_block(a, ax, n_pad, before):
+    edge = _slice_ax(a, 0, 1, ax) if before else _slice_ax(a, -1, None, ax)
+    shape = list(_aval(a).shape)
+    shape[ax] = n_pad
+    return lax.broadcast_in_dim(edge, shape, tuple(range(len(shape))))
+
+
+def _pad_edge(a, pw):
+    for i, (lo, hi) in enumerate(pw):
+        if _aval(a).shape[i] == 0:
+            _check_no_padding((lo, hi), "edge")
+            continue
+        a = lax.concatenate([_edge_block(a, i, lo, True), a, _edge_block(a, i, hi, False)], i)
+    return a
+
+
+def _pad_wrap(a, pw):
+    for i, (lo, hi) in enumerate(pw):
+        n = _aval(a).shape[i]
+        if n == 0:
+            _check_no_padding((lo, hi), "wrap")
+            continue
+        (lrep, lrem), (rrep, rrem) = divmod(lo, n), divmod(hi, n)
+        parts = [_slice_ax(a, n - lrem, n, i)] if lrem else []
+        parts += [a] * (lrep + rrep + 1)
+        parts += [_slice_ax(a, 0, rrem, i)] if rrem else []
+        a = lax.concatenate(parts, i)
+    return a
+
+
+def _reflect_side(a, ax, padding, before, n, mode, odd):
+    offset = 1 if mode == "reflect" else 0
+    edge = _slice_ax(a, 0, 1, ax) if before else _slice_ax(a, -1, None, ax)
+    while padding > 0:
+        cur = min(padding, n - offset)
+        padding -= cur
+        if before:
+            x = _slice_ax(a, offset, offset + cur, ax)
+        else:
+            x = _slice_ax(a, -(cur + offset), None if offset == 0 else -offset, ax)
+        x = lax.rev(x, (ax,))
+        if odd:
+            e = lax.broadcast_in_dim(edge, _aval(x).shape, tuple(range(_aval(x).ndim)))
+            x = lax.sub(lax.mul(e, 2), x)
+        if n > 1:
+            edge = _slice_ax(x, 0, 1, ax) if before else _slice_ax(x, -1, None, ax)
+        a = lax.concatenate([x, a] if before else [a, x], ax)
+    return a
+
+
+def _pad_reflect(a, pw, mode, reflect_type):
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
+    for i, (lo, hi) in enumerate(pw):
+        n = _aval(a).shape[i]
+        if n == 0:
+            _check_no_padding((lo, hi), mode)
+            continue
+        if n == 1 and mode == "reflect":  # nothing to reflect: numpy repeats the edge
+            a = lax.concatenate([_edge_block(a, i, lo, True), a, _edge_block(a, i, hi, False)],
+                                i)
+            continue
+        a = _reflect_side(a, i, lo, True, n, mode, reflect_type == "odd")
+        a = _reflect_side(a, i, hi, False, n, mode, reflect_type == "odd")
+    return a
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Pad ``array``; ``pad_width`` is an int, a ``(before, after)`` pair, or one pair per axis.
+
+    Modes: ``'constant'`` (``constant_values``: a scalar, a pair or one pair per axis),
+    ``'edge'``, ``'reflect'`` and ``'symmetric'`` (``reflect_type`` 'even' or 'odd'),
+    ``'wrap'`` and ``'empty'`` (zeros). ``pad_width`` must be static.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.pad(fnp.array([1, 2, 3]), (1, 2), mode="reflect")
+    Array([2, 1, 2, 3, 2, 1], dtype=int32)
+    """
+    array = _array("pad", array)
+    if not isinstance(mode, str):
+        raise NotImplementedError("pad: a callable `mode` is not supported; use one of "
+                                  f"{sorted(_PAD_KWARGS)}")
+    if mode in _PAD_UNSUPPORTED:
+        raise NotImplementedError(f"pad: mode '{mode}' is not implemented in functrax; "
+                                  f"supported modes: {sorted(_PAD_KWARGS)}")
+    if mode not in _PAD_KWARGS:
+        raise ValueError(f"pad: unimplemented padding mode '{mode}'; supported modes: "
+                         f"{sorted(_PAD_KWARGS)}")
+    extra = set(kwargs) - _PAD_KWARGS[mode]
+    if extra:
+        raise ValueError(f"pad: unsupported keyword arguments for mode '{mode}': "
+                         f"{sorted(extra)}")
+    pw = _pad_pairs(pad_width, _aval(array).ndim)
+    if mode in ("constant", "empty"):
+        return _pad_constant(array, pw, kwargs.get("constant_values", 0))
+    if mode == "edge":
+        return _pad_edge(array, pw)
+    if mode == "wrap":
+        return _pad_wrap(array, pw)
+    return _pad_reflect(array, pw, mode, kwargs.get("reflect_type", "even"))
+
+
+# --- grids ---
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D coordinate vectors; a list.
+
+    ``indexing='xy'`` (Cartesian) swaps the first two output axes, ``'ij'`` (matrix) does not;
+    ``sparse=True`` returns arrays with size-1 axes instead of full grids.
+
+    >>> import functrax.numpy as fnp
+    >>> [g.shape for g in fnp.meshgrid(fnp.arange(3), fnp.arange(2))]
+    [(2, 3), (2, 3)]
+    """
+    check_arraylike("meshgrid", *xi)
+    args = [asarray_operand(x) for x in xi]
+    if any(_aval(a).ndim != 1 for a in args):
+        raise ValueError(f"meshgrid: arguments must be 1-D, got shapes "
+                         f"{[_aval(a).shape for a in args]}")
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: valid values for indexing are 'xy' and 'ij', got "
+                         f"{indexing!r}")
+    n = len(args)
+    pos = list(range(n))
+    if indexing == "xy" and n >= 2:
+        pos[0], pos[1] = 1, 0
+    full = [0] * n
+    for a, p in zip(args, pos):
+        full[p] = _aval(a).shape[0]
+    out = []
+    for a, p in zip(args, pos):
+        shape = [1] * n if sparse else list(full)
+        shape[p] = full[p]
+        out.append(lax.broadcast_in_dim(a, shape, (p,)))
+    return out
+
+
+# --- shape queries ---
+
+
+def ndim(a):
+    """The number of dimensions of an array, scalar or (nested) sequence."""
+    return len(shape(a))
+
+
+def shape(a):
+    """The shape of an array, scalar or (nested) sequence, as a tuple."""
+    if isinstance(a, _ARRAY_TYPES):
+        return _aval(a).shape
+    return tuple(np.shape(a))
+
+
+def size(a, axis=None):
+    """The number of elements (along ``axis``, an int or a tuple, when given)."""
+    s = shape(a)
+    if axis is None:
+        return int(np.prod(s, dtype=np.int64))
+    axes = canonicalize_axes(_index_tuple(axis, "size", "axis"), len(s), "size")
+    return int(np.prod([s[i] for i in axes], dtype=np.int64))
+
+
+__all__ = [
+    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
+    "broadcast_shapes", "broadcast_to", "column_stack", "concatenate", "dsplit", "dstack",
+    "expand_dims", "flip", "fliplr", "flipud", "hsplit", "hstack", "meshgrid", "moveaxis",
+    "ndim", "pad", "ravel", "repeat", "reshape", "roll", "rot90", "shape", "size", "split",
+    "squeeze", "stack", "swapaxes", "tile", "transpose", "vsplit", "vstack",
+]

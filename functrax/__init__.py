@@ -23,3 +23,5 @@ __version__ = "0.1.0"
 from functrax.transforms import (  # noqa: F401,E402
     grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
 )
+from functrax.transforms import custom_jvp, custom_vjp  # noqa: F401,E402
+from functrax.transforms import checkpoint, checkpoint_policies, remat  # noqa: F401,E402

@@ -628,55 +628,75 @@ def check_jaxpr(jaxpr) -> None:
     must equal its primitive's abstract evaluation on its input types (up to weak type).
 
     Raises:
-      JaxprTypeError: naming the offending equation.
+      JaxprTypeError: naming the offending equation (variables named as the jaxpr prints).
     """
     if isinstance(jaxpr, ClosedJaxpr):
         if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
             raise JaxprTypeError(f"ClosedJaxpr has {len(jaxpr.consts)} consts for "
                                  f"{len(jaxpr.jaxpr.constvars)} constvars")
         jaxpr = jaxpr.jaxpr
-    defined = set()
+    _JaxprChecker(jaxpr).run()
 
-    def bind(v, where):
-        if v in defined:
-            raise JaxprTypeError(f"variable {v} is bound twice ({where})\n in jaxpr:\n{jaxpr}")
-        defined.add(v)
 
-    def read(v, where):
+class _JaxprChecker:
+    """One pass over a jaxpr; error texts are built only when a check fails."""
+
+    def __init__(self, jaxpr: Jaxpr):
+        self.jaxpr = jaxpr
+        self.defined: set = set()
+        self._ctx = None
+
+    def run(self):
+        for v in self.jaxpr.constvars + self.jaxpr.invars:
+            self.bind(v, None)
+        for eqn in self.jaxpr.eqns:
+            self.check_eqn(eqn)
+        for v in self.jaxpr.outvars:
+            self.read(v, None)
+
+    def fail(self, msg, eqn=None):
+        from functrax.jaxpr_printer import pp_eqn
+        if self._ctx is None:  # name every variable as the printed jaxpr does
+            from functrax.jaxpr_printer import PPContext, pp_jaxpr_doc
+            self._ctx = PPContext()
+            self.text = pp_jaxpr_doc(self.jaxpr, self._ctx).format(80)
+        where = "as an input or output of the jaxpr" if eqn is None else \
+            f"in equation: {pp_eqn(eqn, self._ctx).format(80)}"
+        raise JaxprTypeError(f"{msg(self._ctx)}\n{where}\nin jaxpr:\n{self.text}")
+
+    def name(self, ctx, v):
+        return f"{ctx.name(v)}:{v.aval.str_short()}"
+
+    def bind(self, v, eqn):
+        if v in self.defined:
+            self.fail(lambda ctx: f"variable {self.name(ctx, v)} is bound twice", eqn)
+        self.defined.add(v)
+
+    def read(self, v, eqn):
         if type(v) is Literal:
             if np.shape(v.val) != v.aval.shape:
-                raise JaxprTypeError(f"literal {v} has a value that disagrees with its type")
-            return
-        if v not in defined:
-            raise JaxprTypeError(f"variable {v} is used before it is bound ({where})")
+                self.fail(lambda ctx: f"literal {v} has a value that disagrees with its type",
+                          eqn)
+        elif v not in self.defined:
+            self.fail(lambda ctx: f"variable {self.name(ctx, v)} is used before it is bound",
+                      eqn)
 
-    for v in jaxpr.constvars + jaxpr.invars:
-        bind(v, "input")
-    for eqn in jaxpr.eqns:
-        _check_eqn(eqn, read, bind)
-    for v in jaxpr.outvars:
-        read(v, "jaxpr output")
-
-
-def _check_eqn(eqn, read, bind):
-    from functrax.jaxpr_printer import pp_eqn_str
-    where = f"in equation: {pp_eqn_str(eqn)}"
-    for v in eqn.invars:
-        read(v, where)
-    for sub in _sub_jaxprs(eqn.params):
-        check_jaxpr(sub)
-    try:
-        out = abstract_eval(eqn.primitive, [v.aval for v in eqn.invars], eqn.params)
-    except Exception as e:  # noqa: BLE001 - re-raised with the equation attached
-        raise JaxprTypeError(f"{type(e).__name__}: {e}\n{where}") from e
-    outs = out if eqn.primitive.multiple_results else [out]
-    if len(outs) != len(eqn.outvars):
-        raise JaxprTypeError(f"'{eqn.primitive}' produces {len(outs)} results but the equation "
-                             f"binds {len(eqn.outvars)}\n{where}")
-    for v, a in zip(eqn.outvars, outs):
-        if not typematch(v.aval, a):
-            raise JaxprTypeError(f"'{eqn.primitive}' output has type {v.aval.str_short()} but "
-                                 f"its abstract evaluation gives {a.str_short()}\n{where}")
-        bind(v, where)
-
-
+    def check_eqn(self, eqn):
+        for v in eqn.invars:
+            self.read(v, eqn)
+        for sub in _sub_jaxprs(eqn.params):
+            check_jaxpr(sub)
+        try:
+            out = abstract_eval(eqn.primitive, [v.aval for v in eqn.invars], eqn.params)
+        except Exception as e:  # noqa: BLE001 - re-raised with the equation attached
+            self.fail(lambda ctx: f"{type(e).__name__}: {e}", eqn)
+        outs = out if eqn.primitive.multiple_results else [out]
+        if len(outs) != len(eqn.outvars):
+            self.fail(lambda ctx: f"'{eqn.primitive}' produces {len(outs)} results but the "
+                      f"equation binds {len(eqn.outvars)}", eqn)
+        for v, a in zip(eqn.outvars, outs):
+            if not typematch(v.aval, a):
+                self.fail(lambda ctx: f"'{eqn.primitive}' output {ctx.name(v)} has type "
+                          f"{v.aval.str_short()} but its abstract evaluation gives "
+                          f"{a.str_short()}", eqn)
+            self.bind(v, eqn)

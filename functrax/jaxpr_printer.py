@@ -88,9 +88,10 @@ def sorted_params(params) -> list:
 
 
 def pp_eqn(eqn, ctx, unused=frozenset()) -> pp.Doc:
+    # outputs are named before the vars of sub-jaxprs in params (JAX's naming order)
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True, unused=unused)
     rule = pp_param_rules.get(eqn.primitive)
     params = rule(eqn, ctx) if rule else pp_kv_pairs(sorted_params(eqn.params), ctx)
-    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True, unused=unused)
     rhs = [pp.text(eqn.primitive.name), params, pp.text(" ") + pp_vars(eqn.invars, ctx)]
     return pp.concat([lhs, pp.text(" = "), *rhs])
 

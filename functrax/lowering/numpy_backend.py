@@ -16,9 +16,18 @@ numpy_rules: dict = {}
 core.eager_rules = numpy_rules  # eager evaluation runs on this backend
 
 
+_QUIET = {"all": "ignore"}
+
+
 def defvectorized(prim, fn):
-    """Register an elementwise numpy function for a primitive (params are ignored)."""
-    numpy_rules[prim] = lambda *args, **_: fn(*args)
+    """Register an elementwise numpy function for a primitive (params are ignored).
+
+    Floating-point warnings are silenced: as in JAX, inf/nan results are values, not events.
+    """
+    def rule(*args, **_):
+        with np.errstate(**_QUIET):
+            return fn(*args)
+    numpy_rules[prim] = rule
 
 
 # --- elementwise ---
@@ -49,6 +58,7 @@ def _mul(x, y):
     return np.logical_and(x, y) if x.dtype == np.bool_ else np.multiply(x, y)
 
 
+@np.errstate(all="ignore")
 def _div(x, y):
     if x.dtype.kind in "iu":  # C-style truncating division, as XLA
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -66,6 +76,7 @@ def _rem(x, y):
     return np.fmod(x, y)
 
 
+@np.errstate(all="ignore")
 def _pow(x, y):
     return np.power(x, y)
 

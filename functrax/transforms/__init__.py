@@ -4,3 +4,5 @@ from functrax.transforms import ad_rules_structural as _ad_rules_structural  # n
 from functrax.transforms.grad import (  # noqa: F401
     grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
 )
+from functrax.transforms.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401,E402
+from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401,E402

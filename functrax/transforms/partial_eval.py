@@ -28,3 +28,99 @@ class PartialEvalTrace(DynamicJaxprTrace):
 
     def describe(self):
         return "PartialEvalTrace (linearization)"
+
+
+# --- jaxpr-level partial evaluation and dead-code elimination ---
+
+
+def dce_jaxpr(jaxpr: core.Jaxpr, used_outputs=None) -> tuple[core.Jaxpr, list]:
+    """Drop equations whose outputs are unused (and outputs not in ``used_outputs``).
+
+    Returns (new jaxpr, which invars are used).
+    """
+    from functrax.core import Jaxpr, Literal
+    used_outputs = [True] * len(jaxpr.outvars) if used_outputs is None else used_outputs
+    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    live = {v for v in outvars if type(v) is not Literal}
+    eqns = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars) or _has_effect(eqn):
+            eqns.append(eqn)
+            live.update(v for v in eqn.invars if type(v) is not Literal)
+    eqns.reverse()
+    used_in = [v in live for v in jaxpr.invars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), used_in
+
+
+def _has_effect(eqn) -> bool:
+    return False
+
+
+def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):
+    """Split ``jaxpr`` (no constvars) into a known and an unknown part.
+
+    Args:
+      jaxpr: the program.
+      in_unknowns: one bool per invar.
+      saveable: ``fn(eqn) -> bool``; a known value produced by a non-saveable equation is
+        recomputed inside the unknown part instead of being stored (rematerialization).
+        None: everything is saveable.
+
+    Returns:
+      (jaxpr_known, jaxpr_unknown, out_unknowns, num_res): ``jaxpr_known`` maps the known
+      inputs to the known outputs followed by ``num_res`` residuals; ``jaxpr_unknown`` maps
+      residuals followed by the unknown inputs to the unknown outputs.
+    """
+    from functrax.core import Jaxpr, Literal, Var
+    unknown = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
+    producer = {}
+    known_eqns, unknown_eqns = [], []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is Var and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+            unknown_eqns.append(eqn)
+        else:
+            known_eqns.append(eqn)
+            for v in eqn.outvars:
+                producer[v] = eqn
+    # residuals: known vars read by the unknown part; recompute non-saveable ones there
+    recomputed, residuals = [], []
+    seen = set()
+
+    def need(v):
+        if type(v) is not Var or v in unknown or v in seen:
+            return
+        seen.add(v)
+        eqn = producer.get(v)
+        if eqn is None or saveable is None or saveable(eqn):
+            residuals.append(v)
+            return
+        if eqn not in recomputed:
+            for w in eqn.invars:
+                need(w)
+            recomputed.append(eqn)
+
+    for eqn in unknown_eqns:
+        for v in eqn.invars:
+            need(v)
+    known_outs = [v for v in jaxpr.outvars if not (type(v) is Var and v in unknown)]
+    out_unknowns = [type(v) is Var and v in unknown for v in jaxpr.outvars]
+    known_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+    jk = Jaxpr([], known_in, known_outs + residuals, known_eqns)
+    jk, _ = dce_jaxpr(jk)
+    order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
+    body = sorted(recomputed, key=lambda e: order[id(e)]) + unknown_eqns
+    unknown_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
+    unknown_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
+    res_vars = [Var(v.aval) for v in residuals]
+    ju = Jaxpr([], res_vars + unknown_in, unknown_outs, _rename(body, dict(zip(residuals,
+                                                                                res_vars))))
+    del Literal
+    return jk, ju, out_unknowns, len(residuals)
+
+
+def _rename(eqns, mapping):
+    if not mapping:
+        return eqns
+    return [e.replace(invars=[mapping.get(v, v) if type(v) is not core.Literal else v
+                              for v in e.invars]) for e in eqns]

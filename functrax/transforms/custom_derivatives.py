@@ -1,0 +1,324 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined derivative rules.
+
+A call binds a higher-order primitive holding the traced function (``call_jaxpr``) and the
+user's rule as a parameter; every transform has a rule for it: evaluation and staging use
+``call_jaxpr``, the JVP rule calls the user's rule. For ``custom_vjp`` the JVP rule runs
+``fwd`` and emits ``custom_lin``, a linear primitive whose transpose calls ``bwd``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from functrax import core
+from functrax.jaxpr_printer import pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.lowering.numpy_backend import numpy_rules
+from functrax.primitives._util import new_primitive
+from functrax.tracing import fun_name
+from functrax.transforms.call_util import eager_call_rule, trace_subjaxpr
+from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
+from functrax.transforms.transpose import is_undefined, transpose_rules
+from functrax.tree_util import tree_flatten, tree_unflatten
+
+custom_jvp_call_p = new_primitive("custom_jvp_call", multiple_results=True)
+custom_vjp_call_p = new_primitive("custom_vjp_call", multiple_results=True)
+custom_lin_p = new_primitive("custom_lin", multiple_results=True)
+
+
+def _call_abstract(*avals, call_jaxpr, **_):
+    return list(call_jaxpr.out_avals)
+
+
+custom_jvp_call_p.def_abstract_eval(_call_abstract)
+custom_vjp_call_p.def_abstract_eval(_call_abstract)
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+numpy_rules[custom_jvp_call_p] = eager_call_rule("call_jaxpr")
+numpy_rules[custom_vjp_call_p] = eager_call_rule("call_jaxpr")
+
+
+def _custom_lin_eval(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
+                    "reverse mode (grad, vjp) or define the function with custom_jvp instead.")
+
+
+numpy_rules[custom_lin_p] = _custom_lin_eval
+
+
+def _pp_hide_num_consts(eqn, ctx):
+    params = {k: v for k, v in eqn.params.items() if not (k == "num_consts" and v == 0)}
+    return pp_kv_pairs(sorted_params(params), ctx)
+
+
+pp_param_rules[custom_jvp_call_p] = _pp_hide_num_consts
+pp_param_rules[custom_vjp_call_p] = _pp_hide_num_consts
+
+
+def _resolve_args(fun, args, kwargs):
+    if not kwargs:
+        return tuple(args)
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{fun_name(fun)}: {e}") from None
+    bound.apply_defaults()
+    return tuple(bound.args) + tuple(bound.kwargs.values())
+
+
+class _CustomBase:
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+
+    def _split(self, args):
+        nondiff = {i % len(args): args[i] for i in self.nondiff_argnums}
+        diff = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        return nondiff, diff
+
+    @staticmethod
+    def _merge(nondiff, diff):
+        it = iter(diff)
+        n = len(nondiff) + len(diff)
+        return [nondiff[i] if i in nondiff else next(it) for i in range(n)]
+
+    def _trace(self, args, kwargs):
+        args = _resolve_args(self.fun, args, kwargs)
+        nondiff, diff = self._split(args)
+        closed, consts, flat, in_tree, out_tree = trace_subjaxpr(
+            lambda *d: self.fun(*self._merge(nondiff, d)), diff)
+        return nondiff, closed, consts, flat, in_tree, out_tree
+
+
+class custom_jvp(_CustomBase):
+    """A function with a custom JVP rule (``defjvp`` / ``defjvps``).
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> @custom_jvp
+    ... def log1pexp(x):
+    ...     return fnp.log1p(fnp.exp(x))
+    >>> @log1pexp.defjvp
+    ... def _(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t * (1 - 1 / (1 + fnp.exp(x)))
+    >>> functrax.grad(log1pexp)(100.0)
+    Array(1., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument, ``fn(t, ans, *primals) -> contribution`` (None: zero)."""
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            out = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                c = fn(t, ans, *primals)
+                out = c if out is None else _tree_add(out, c)
+            return ans, out if out is not None else _zeros_like_tree(ans)
+        jvp.__name__ = "defjvps"
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {fun_name(self.fun)} "
+                                 "using defjvp.")
+        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, kwargs)
+        rule = self.jvp
+        nd_vals = [nondiff[i] for i in sorted(nondiff)]
+
+        def flat_jvp(primals, tangents):
+            p = tree_unflatten(in_tree, list(primals))
+            t = tree_unflatten(in_tree, list(tangents))
+            res = rule(*nd_vals, tuple(p), tuple(t))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
+                                f"{fun_name(self.fun)} must produce a pair (list or tuple of "
+                                f"length two) representing primal and tangent outputs, got "
+                                f"{res!r}")
+            out, t_out = res
+            out_l, o_tree = tree_flatten(out)
+            t_l, t_tree = tree_flatten(t_out)
+            if o_tree != out_tree or t_tree != out_tree:
+                raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
+                                f"{fun_name(self.fun)} must produce primal and tangent outputs "
+                                f"with the structure of the function's output {out_tree}, got "
+                                f"primal {o_tree} and tangent {t_tree}")
+            _check_types(self.fun, rule, out_l, t_l, closed.out_avals)
+            return out_l, t_l
+        flat_jvp.__name__ = fun_name(rule)
+        outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=flat_jvp,
+                                      num_consts=len(consts), symbolic_zeros=self.symbolic_zeros,
+                                      name=fun_name(self.fun))
+        return tree_unflatten(out_tree, outs)
+
+
+def _check_types(fun, rule, outs, t_outs, avals):
+    for o, t, a in zip(outs, t_outs, avals):
+        oa, ta = core.get_aval(o), core.get_aval(t)
+        if oa.shape != a.shape or oa.dtype != a.dtype:
+            raise TypeError(f"Custom JVP rule {fun_name(rule)} for function {fun_name(fun)} "
+                            f"must produce primal outputs of the function's output types; "
+                            f"expected {a.str_short()}, got {oa.str_short()}")
+        want = tangent_aval(a)
+        if ta.shape != want.shape:
+            raise TypeError(f"Custom JVP rule {fun_name(rule)} for function {fun_name(fun)} "
+                            f"must produce tangent outputs with shapes matching the primal "
+                            f"outputs; expected {want.str_short()}, got {ta.str_short()}")
+
+
+def _tree_add(a, b):
+    from functrax import lax
+    from functrax.tree_util import tree_map
+    return tree_map(lax.add, a, b)
+
+
+def _zeros_like_tree(x):
+    from functrax.tree_util import tree_map
+    return tree_map(lambda v: instantiate(Zero(tangent_aval(core.get_aval(v)))), x)
+
+
+def _closure_tangent_error(kind, name):
+    raise TypeError(f"{kind} function {name} closes over a value that is being differentiated "
+                    "(a tracer of an enclosing transformation). Pass that value as an explicit "
+                    "argument of the function instead.")
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros,
+                         name):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        _closure_tangent_error("custom_jvp", name)
+    ts = tangents[num_consts:]
+    if not symbolic_zeros:
+        ts = [instantiate(t) for t in ts]
+    outs, t_outs = jvp(primals[num_consts:], ts)
+    return outs, list(t_outs)
+
+
+jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+class custom_vjp(_CustomBase):
+    """A function with a custom VJP rule given by ``defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, ct_out) ->`` a tuple
+    with one cotangent per differentiable positional argument.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> @custom_vjp
+    ... def clip_grad(x):
+    ...     return x
+    >>> clip_grad.defvjp(lambda x: (x, None), lambda _, g: (fnp.clip(g, -1, 1),))
+    >>> functrax.grad(lambda x: 5 * clip_grad(x))(2.0)
+    Array(1., dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+        self.symbolic_zeros = False
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {fun_name(self.fun)} "
+                                 "using defvjp.")
+        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, kwargs)
+        nd_vals = [nondiff[i] for i in sorted(nondiff)]
+        fwd, bwd, name = self.fwd, self.bwd, fun_name(self.fun)
+        in_avals = [core.get_aval(x) for x in flat]
+
+        def flat_fwd(*primals):
+            res = fwd(*nd_vals, *tree_unflatten(in_tree, list(primals)))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule {fun_name(fwd)} for function {name} must "
+                                f"return a pair (output, residuals), got {type(res).__name__}")
+            out, residuals = res
+            out_l, o_tree = tree_flatten(out)
+            if o_tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {fun_name(fwd)} for function {name} must "
+                                f"produce an output with the structure of the function's output"
+                                f" {out_tree}, got {o_tree}")
+            res_l, res_tree = tree_flatten(residuals)
+            return out_l, res_l, res_tree
+
+        def flat_bwd(res_tree, res_l, cts):
+            cts_in = bwd(*nd_vals, tree_unflatten(res_tree, list(res_l)),
+                         tree_unflatten(out_tree, list(cts)))
+            n_diff = len(tree_unflatten(in_tree, [None] * in_tree.num_leaves))
+            if not isinstance(cts_in, tuple) or len(cts_in) != n_diff:
+                got = (f"a tuple of length {len(cts_in)}" if isinstance(cts_in, tuple)
+                       else type(cts_in).__name__)
+                raise TypeError(f"Custom VJP bwd rule {fun_name(bwd)} for function {name} must "
+                                f"produce a tuple of length equal to the number of "
+                                f"differentiable primal inputs ({n_diff}), but got {got}.")
+            ct_l, ct_tree = _flatten_cts(cts_in, in_tree, bwd, name)
+            for c, a in zip(ct_l, in_avals):
+                if c is not None and core.get_aval(c).shape != a.shape:
+                    raise ValueError(f"Custom VJP bwd rule {fun_name(bwd)} for function {name} "
+                                     f"produced a cotangent of shape {core.get_aval(c).shape} "
+                                     f"for an input of shape {a.shape}")
+            return ct_l
+
+        outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts),
+                                      symbolic_zeros=self.symbolic_zeros, name=name)
+        return tree_unflatten(out_tree, outs)
+
+
+def _flatten_cts(cts_in, in_tree, bwd, name):
+    # None in bwd's output means a zero cotangent for that whole argument
+    want = tree_unflatten(in_tree, [0] * in_tree.num_leaves)
+    flat = []
+    for c, w in zip(cts_in, want):
+        w_l, w_tree = tree_flatten(w)
+        if c is None:
+            flat.extend([None] * len(w_l))
+            continue
+        c_l, c_tree = tree_flatten(c)
+        if c_tree != w_tree:
+            raise TypeError(f"Custom VJP bwd rule {fun_name(bwd)} for function {name} produced a "
+                            f"cotangent of structure {c_tree} for an argument of structure "
+                            f"{w_tree}")
+        flat.extend(c_l)
+    return flat, in_tree
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros,
+                         name):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        _closure_tangent_error("custom_vjp", name)
+    outs, res_l, res_tree = fwd(*primals[num_consts:])
+    ts = [instantiate(t) for t in tangents[num_consts:]]
+    out_avals = tuple(tangent_aval(core.get_aval(o)) for o in outs)
+    t_outs = custom_lin_p.bind(*res_l, *ts, num_res=len(res_l),
+                               bwd=functools.partial(bwd, res_tree), out_avals=out_avals,
+                               name=name)
+    return outs, t_outs
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+    res = args[:num_res]
+    cts = [instantiate(c) for c in cts]
+    cts_in = bwd(res, cts)
+    lin = args[num_res:]
+    out = [None] * num_res
+    for c, a in zip(cts_in, lin):
+        out.append(None if not is_undefined(a) else (Zero(a.aval) if c is None else c))
+    return out
+
+
+jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+transpose_rules[custom_lin_p] = _custom_lin_transpose

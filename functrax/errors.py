@@ -87,9 +87,12 @@ class UnexpectedTracerError(Exception):
     """A tracer was used outside the transformation that created it (it leaked)."""
 
     def __init__(self, tracer, detail: str = ""):
+        info = getattr(tracer._trace, "debug_info", None)
+        where = (f"The function being traced when the value leaked was {info.func_src()} "
+                 f"traced for {info.traced_for}.\n") if info is not None else ""
         msg = (f"Encountered an unexpected tracer. A function transformed by functrax had a side "
                f"effect that let a traced value escape its transformation, e.g. by storing it "
-               f"in a global, a closure or an object attribute. {detail}\n"
+               f"in a global, a closure or an object attribute. {detail}\n{where}"
                f"The escaped tracer: {tracer} (created by {tracer._trace.describe()}).\n"
                "Fix: return the value from the transformed function instead of storing it, or "
                "pass it in as an explicit argument.\n"

@@ -1,0 +1,175 @@
+"""custom_jvp, custom_vjp and checkpoint: honoured by jvp/grad, printed like JAX, clear errors."""
+import numpy as np
+import pytest
+
+import functrax as fx
+import functrax.numpy as fnp
+
+
+@fx.custom_jvp
+def log1pexp(x):
+    return fnp.log1p(fnp.exp(x))
+
+
+@log1pexp.defjvp
+def _log1pexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp(x), t * (1 - 1 / (1 + fnp.exp(x)))
+
+
+def test_custom_jvp_is_used_by_grad_and_jvp():
+    # the naive derivative overflows to nan at x=100; the custom rule gives 1
+    naive = fx.grad(lambda x: fnp.log1p(fnp.exp(x)))(100.0)
+    assert np.isnan(naive)
+    assert float(fx.grad(log1pexp)(100.0)) == pytest.approx(1.0)
+    y, t = fx.jvp(log1pexp, (1.0,), (2.0,))
+    assert float(y) == pytest.approx(np.log1p(np.e), rel=1e-6)
+    assert float(t) == pytest.approx(2 / (1 + np.exp(-1.0)), rel=1e-6)
+
+
+def test_custom_jvp_printed_like_jax():
+    @fx.custom_jvp
+    def cf(x):
+        return fnp.log1p(fnp.exp(x))
+    cf.defjvp(lambda p, t: (cf(p[0]), t[0]))
+    want = """{ lambda ; a:f32[]. let
+    b:f32[] = custom_jvp_call[
+      name=cf
+      call_jaxpr={ lambda ; c:f32[]. let
+          d:f32[] = exp c
+          e:f32[] = log1p d
+        in (e,) }
+      jvp=<lambda>
+      symbolic_zeros=False
+    ] a
+  in (b,) }"""
+    closed = fx.make_jaxpr(cf)(1.0)
+    assert str(closed) == want
+    fx.check_jaxpr(closed)
+
+
+def test_custom_jvp_defjvps_and_nondiff_argnums():
+    @fx.custom_jvp
+    def f(x, y):
+        return x * y
+    f.defjvps(lambda t, ans, x, y: 10.0 * t, lambda t, ans, x, y: 100.0 * t)
+    assert float(fx.grad(f, argnums=0)(2.0, 3.0)) == 10.0
+    assert float(fx.grad(f, argnums=1)(2.0, 3.0)) == 100.0
+
+    from functools import partial
+
+    @partial(fx.custom_jvp, nondiff_argnums=(0,))
+    def scale(k, x):
+        return k * x
+
+    @scale.defjvp
+    def _(k, primals, tangents):
+        return scale(k, primals[0]), 7.0 * tangents[0]
+    assert float(fx.grad(lambda x: scale(3.0, x))(1.0)) == 7.0
+
+
+def test_custom_jvp_errors():
+    @fx.custom_jvp
+    def f(x):
+        return x
+    with pytest.raises(AttributeError, match="No JVP defined"):
+        f(1.0)
+    f.defjvp(lambda p, t: (p[0], (t[0], t[0])))
+    with pytest.raises(TypeError, match="structure"):
+        fx.jvp(f, (1.0,), (1.0,))
+
+
+@fx.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (fnp.clip(g, -1.0, 1.0),))
+
+
+def test_custom_vjp_clips_gradients():
+    assert float(fx.grad(lambda x: 5 * clip_gradient(x))(2.0)) == 1.0
+    g = fx.grad(lambda x: fnp.sum(clip_gradient(x) * fnp.array([0.5, 3.0, -4.0])))(fnp.ones(3))
+    np.testing.assert_allclose(np.asarray(g), [0.5, 1.0, -1.0])
+    # the primal value is the function's
+    np.testing.assert_allclose(np.asarray(clip_gradient(fnp.arange(3.0))), [0, 1, 2])
+
+
+def test_custom_vjp_residuals_and_pytrees():
+    @fx.custom_vjp
+    def f(d):
+        return fnp.sin(d["a"]) * d["b"]
+
+    def fwd(d):
+        return f(d), (fnp.cos(d["a"]), d["b"], fnp.sin(d["a"]))
+
+    def bwd(res, g):
+        cos_a, b, sin_a = res
+        return ({"a": g * cos_a * b, "b": g * sin_a},)
+    f.defvjp(fwd, bwd)
+    d = {"a": fnp.array(0.3), "b": fnp.array(2.0)}
+    g = fx.grad(f)(d)
+    assert float(g["a"]) == pytest.approx(np.cos(0.3) * 2, rel=1e-6)
+    assert float(g["b"]) == pytest.approx(np.sin(0.3), rel=1e-6)
+
+
+def test_custom_vjp_errors():
+    @fx.custom_vjp
+    def f(x, y):
+        return x * y
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g,))
+    with pytest.raises(TypeError, match="tuple of length equal to the number"):
+        fx.grad(f)(1.0, 2.0)
+    with pytest.raises(TypeError, match="forward-mode"):
+        fx.jvp(clip_gradient, (1.0,), (1.0,))
+
+
+def test_checkpoint_printed_like_jax_and_same_gradient():
+    f = lambda x: fnp.sin(fnp.sin(x))  # noqa: E731
+    want = """{ lambda ; a:f32[]. let
+    b:f32[] = remat2[
+      differentiated=False
+      jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c; e:f32[] = sin d in (e,) }
+      policy=None
+      prevent_cse=True
+    ] a
+  in (b,) }"""
+    assert str(fx.make_jaxpr(fx.checkpoint(f))(1.0)) == want
+    assert float(fx.grad(fx.checkpoint(f))(1.0)) == pytest.approx(float(fx.grad(f)(1.0)))
+    assert float(fx.grad(fx.grad(fx.checkpoint(f)))(1.0)) == pytest.approx(
+        float(fx.grad(fx.grad(f))(1.0)), rel=1e-5)
+
+
+def _stored_residuals(closed):
+    """Values passed from the forward remat2 to the backward one (the stored residuals)."""
+    eqns = [e for e in closed.eqns if e.primitive.name == "remat2"]
+    fwd, bwd = eqns[0], eqns[-1]
+    produced = set(fwd.outvars)
+    return [v for v in bwd.invars if v in produced]
+
+
+@pytest.mark.parametrize("policy, n_saved", [
+    (None, 2),  # only the inputs
+    (fx.checkpoint_policies.dots_saveable, 4),  # inputs + the two dot outputs
+])
+def test_checkpoint_policy_changes_what_is_stored(policy, n_saved):
+    g = lambda W, x: fnp.sum(fnp.tanh(fnp.tanh(x @ W) @ W))  # noqa: E731
+    W, x = fnp.ones((3, 3)) * 0.1, fnp.ones((2, 3))
+    closed = fx.make_jaxpr(fx.grad(fx.checkpoint(g, policy=policy)))(W, x)
+    fx.check_jaxpr(closed)
+    assert len(_stored_residuals(closed)) == n_saved
+    np.testing.assert_allclose(np.asarray(fx.grad(fx.checkpoint(g, policy=policy))(W, x)),
+                               np.asarray(fx.grad(g)(W, x)), rtol=1e-6)
+
+
+def test_checkpoint_without_policy_stores_fewer_values_than_plain_grad():
+    from functrax.transforms.ad import linearize_flat
+    g = lambda x: fnp.sum(fnp.sin(fnp.cos(fnp.exp(x))))  # noqa: E731
+    x = fnp.arange(3.0)
+    _, lin_plain = linearize_flat(lambda x: [g(x)], [x])
+    _, lin_remat = linearize_flat(lambda x: [fx.checkpoint(g)(x)], [x])
+    # the residuals a pullback holds are its linear jaxpr's consts
+    assert len(lin_remat.closed.consts) < len(lin_plain.closed.consts)
+    one = [fnp.array(1.0)]
+    np.testing.assert_allclose(np.asarray(lin_plain.transpose(one)[0]),
+                               np.asarray(lin_remat.transpose(one)[0]), rtol=1e-6)

@@ -174,8 +174,8 @@ def test_bad_indices():
 def test_boolean_masks_on_concrete_arrays():
     x = fnp.asarray(XN)
     m2 = XN[0] > 5
-    for idx in [XN > 10, (fnp.asarray(m2),), (1, m2), (slice(None), fnp.asarray([True, False,
-                                                                                 True])),
+    m1 = fnp.asarray([True, False, True])
+    for idx in [XN > 10, (slice(None), fnp.asarray(m2)), (1, m2), (slice(None), m1),
                 (np.array([True, False]), Ellipsis, np.array([0, 3])), (XN[..., 0] > 2, None),
                 np.array(True), (Ellipsis, np.array([False] * 4))]:
         check(x[idx], XN[idx])
@@ -270,27 +270,32 @@ def test_at_scatter_params_and_newaxis():
 
 @st.composite
 def basic_indices(draw):
+    """A shape and an index of ints, slices, None and at most one Ellipsis for it."""
     shape = tuple(draw(st.lists(st.integers(0, 4), max_size=4)))
-    items, dim = [], 0
-    ellipsis = draw(st.booleans())
-    while dim < len(shape) and draw(st.integers(0, 3)):
-        n = shape[dim]
-        kind = draw(st.sampled_from(["int", "slice", "none"] if n else ["slice", "none"]))
-        if kind == "int":
-            items.append(draw(st.integers(-n, n - 1)))
-        elif kind == "none":
-            items.append(None)
-            continue
+    items = []  # (dimension or None, item)
+    for dim, n in enumerate(shape):
+        while draw(st.integers(0, 4)) == 0:
+            items.append((None, None))
+        if n and draw(st.booleans()):
+            items.append((dim, draw(st.integers(-n, n - 1))))
         else:
             bound = st.none() | st.integers(-n - 2, n + 2)
             step = st.none() | st.sampled_from([1, 2, 3, -1, -2, -3])
-            items.append(slice(draw(bound), draw(bound), draw(step)))
-        dim += 1
+            items.append((dim, slice(draw(bound), draw(bound), draw(step))))
     if draw(st.booleans()):
-        items.append(None)
-    if ellipsis:
-        items.insert(draw(st.integers(0, len(items))), Ellipsis)
-    return shape, tuple(items)
+        items.append((None, None))
+    # replace the items of dimensions [a, b) by an Ellipsis, or drop trailing ones
+    a = draw(st.integers(0, len(shape)))
+    b = draw(st.integers(a, len(shape)))
+    keep = [(d, i) for d, i in items if d is None or not a <= d < b]
+    if draw(st.booleans()):
+        pos = next((k for k, (d, _) in enumerate(keep) if d is not None and d >= b), len(keep))
+        keep.insert(pos, (None, Ellipsis))
+    elif b == len(shape):
+        keep = [(d, i) for d, i in keep if d is None or d < a]
+    else:
+        keep = items
+    return shape, tuple(i for _, i in keep)
 
 
 @settings(max_examples=120, deadline=None)
@@ -313,7 +318,7 @@ def advanced_indices(draw):
     items, arrays = [], 0
     for n in shape:
         kind = draw(st.sampled_from(["array", "int", "full", "slice", "none"]))
-        if kind == "none":
+        if kind == "none":  # a new axis, then a full slice for this dimension
             items.append(None)
         if kind == "array" or (kind == "int" and not arrays):
             k = draw(st.integers(0, len(base)))
@@ -327,7 +332,8 @@ def advanced_indices(draw):
         else:
             items.append(slice(None))
     if not any(isinstance(i, np.ndarray) and i.ndim for i in items):
-        items[0] = np.asarray([0, -1], np.int32)
+        first = next(k for k, i in enumerate(items) if i is not None)
+        items[first] = np.asarray([0, -1], np.int32)
     return shape, tuple(items)
 
 
@@ -370,8 +376,8 @@ def test_take_modes():
     check(got, want)
     check(fnp.take(x, fnp.asarray(i), axis=1, mode="wrap"), np.take(xn, i, axis=1, mode="wrap"))
     check(fnp.take(x, fnp.asarray(i), mode="clip"), np.take(xn, i, mode="clip"))
-    check(fnp.take(x, fnp.asarray(i), fill_value=-1.0), np.where(
-        i == 5, -1.0, np.take(xn, i % 12)).astype(np.float32))
+    j = np.array([3, -2, 12, -13], np.int32)
+    check(fnp.take(x, fnp.asarray(j), fill_value=-1.0), [3.0, 10.0, -1.0, -1.0])
     with pytest.raises(NotImplementedError):
         fnp.take(x, fnp.asarray(i), mode="raise")
     with pytest.raises(ValueError, match="Invalid mode"):

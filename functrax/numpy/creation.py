@@ -116,7 +116,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         out = Array(np.asarray(object, dt), weak_type=dtype is None and type(object) is not bool)
     elif isinstance(object, (list, tuple)):
         leaves = _leaves(object, [])
-        dt = dtype or (dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype())
+        dt = dtype or (dtypes.result_dtype_and_weak(*{dtypes.dtype_and_weak(x) for x in leaves})[0]
+                       if leaves else dtypes.default_float_dtype())
         if any(isinstance(x, Tracer) for x in leaves):
             out = _stack_nested(object, dt)
         else:

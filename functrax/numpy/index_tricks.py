@@ -63,7 +63,7 @@ def nonzero(a, *, size=None, fill_value=None):
                    "to use nonzero within transformations. ")
         return tuple(Array(i.astype(_IDX)) for i in np.nonzero(value))
     size = operator.index(size)
-    if value is not None:
+    if value is not None and not any(isinstance(f, Tracer) for f in fills):
         out = []
         for i, f in zip(np.nonzero(value), fills):
             i = i[:size].astype(_IDX)
@@ -143,8 +143,9 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
     n = _aval(arr).shape[0]
     m = _aval(cond).shape[0]
     if m > n:
-        extra = _concrete(cond[n:])
-        if extra is None or extra.any():
+        extra = _concrete_or_error(cond[n:], "compress: a condition longer than the axis must "
+                                             "be concrete (its extra entries must be False). ")
+        if extra.any():
             raise ValueError("compress: condition contains entries that are out of bounds "
                              f"(condition has length {m}, the axis has size {n})")
         cond = cond[:n]

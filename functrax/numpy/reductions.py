@@ -311,11 +311,11 @@ def _sq_abs(x):
     return lax.mul(x, x)
 
 
-def _ddof(ddof, correction):
+def _ddof(name, ddof, correction):
     if correction is None:
         return ddof
     if not (isinstance(ddof, int) and ddof == 0):
-        raise ValueError("var: ddof and correction can't be provided simultaneously.")
+        raise ValueError(f"{name}: ddof and correction can't be provided simultaneously.")
     return correction
 
 
@@ -330,14 +330,17 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     Array(1.25, dtype=float32)
     """
     _no_out("var", out)
-    correction = _ddof(ddof, correction)
-    a = _operand("var", a)
+    return _var("var", a, axis, dtype, _ddof("var", ddof, correction), keepdims, where)
+
+
+def _var(name, a, axis, dtype, correction, keepdims, where):
+    a = _operand(name, a)
     aval = core.get_aval(a)
-    axes = _reduction_axes("var", axis, aval.ndim)
-    comp, dtype = _var_promote_types("var", aval.dtype, dtype)
+    axes = _reduction_axes(name, axis, aval.ndim)
+    comp, dtype = _var_promote_types(name, aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     if where is not None:
-        where = _check_where("var", where, aval.shape)
+        where = _check_where(name, where, aval.shape)
     centered = lax.sub(a, broadcast_to_shape(mean(a, axes, comp, keepdims=True, where=where),
                                              aval.shape))
     sq = _sq_abs(centered)
@@ -361,8 +364,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """Standard deviation: ``sqrt(var(...))``."""
     _no_out("std", out)
-    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where,
-                        correction=correction))
+    return lax.sqrt(_var("std", a, axis, dtype, _ddof("std", ddof, correction), keepdims,
+                         where))
 
 
 # --- index reductions ---
@@ -399,6 +402,8 @@ def _nanargreduce(name, base, fill):
     def fn(a, axis=None, out=None, keepdims=None):
         _no_out(name, out)
         a = _operand(name, a)
+        if axis is not None:
+            _canonicalize_axis(name, axis, core.get_aval(a).ndim)
         if not dtypes.is_inexact(core.get_aval(a).dtype):
             return base(a, axis=axis, keepdims=keepdims)
         nan_mask = isnan(a)
@@ -419,6 +424,7 @@ nanargmin = _nanargreduce("nanargmin", argmin, np.inf)
 
 def _nan_reduction(name, a, reduction, init_val, nan_if_all_nan, axis, keepdims, where, **kw):
     a = _operand(name, a)
+    _reduction_axes(name, axis, core.get_aval(a).ndim)
     if not dtypes.is_inexact(core.get_aval(a).dtype):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kw)
     nan_mask = isnan(a)
@@ -462,6 +468,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     _no_out("nanmean", out)
     a = _operand("nanmean", a)
     aval = core.get_aval(a)
+    _reduction_axes("nanmean", axis, aval.ndim)
     if not dtypes.is_inexact(aval.dtype):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
     dtype = aval.dtype if dtype is None else _user_dtype("nanmean", dtype)
@@ -474,9 +481,14 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """``var`` ignoring NaNs (NaN where fewer than ``ddof + 1`` values remain)."""
     _no_out("nanvar", out)
-    a = _operand("nanvar", a)
+    return _nanvar("nanvar", a, axis, dtype, ddof, keepdims, where)
+
+
+def _nanvar(name, a, axis, dtype, ddof, keepdims, where):
+    a = _operand(name, a)
     aval = core.get_aval(a)
-    comp, dtype = _var_promote_types("nanvar", aval.dtype, dtype)
+    _reduction_axes(name, axis, aval.ndim)
+    comp, dtype = _var_promote_types(name, aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     nan_mask = isnan(a)
     a_mean = broadcast_to_shape(nanmean(a, axis, comp, keepdims=True, where=where), aval.shape)
@@ -494,7 +506,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """``std`` ignoring NaNs: ``sqrt(nanvar(...))``."""
     _no_out("nanstd", out)
-    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
+    return lax.sqrt(_nanvar("nanstd", a, axis, dtype, ddof, keepdims, where))
 
 
 # --- cumulative reductions ---
@@ -595,6 +607,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """
     _no_out("ptp", out)
     a = _operand("ptp", a)
+    _reduction_axes("ptp", axis, core.get_aval(a).ndim)
     if core.get_aval(a).dtype == np.bool_:
         raise TypeError("ptp: boolean inputs are not supported (max - min of booleans is a "
                         "boolean subtract); cast first, e.g. a.astype(int)")
@@ -604,6 +617,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 def count_nonzero(a, axis=None, keepdims=False):
     """Number of nonzero elements along ``axis`` (default int dtype)."""
     a = _operand("count_nonzero", a)
+    _reduction_axes("count_nonzero", axis, core.get_aval(a).ndim)
     zero = np.zeros((), core.get_aval(a).dtype)[()]
     return sum(lax.ne(a, zero), axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
 
@@ -629,6 +643,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     a, weights = promote_dtypes_inexact(asarray_operand(a), asarray_operand(weights))
     a, weights = asarray_operand(a), asarray_operand(weights)
     a_shape, w_shape = core.get_aval(a).shape, core.get_aval(weights).shape
+    _reduction_axes("average", axis, len(a_shape))
     if a_shape != w_shape:
         weights = _weights_along_axis(a_shape, w_shape, weights, axis)
     wsum = sum(weights, axis=axis, keepdims=keepdims)

@@ -292,34 +292,27 @@ def append(arr, values, axis=None):
 
 def atleast_1d(*arys):
     """Each input as an array of at least one dimension (a list for several inputs)."""
-    check_arraylike("atleast_1d", *arys)
-    out = [_atleast(asarray_operand(a), 1) for a in arys]
-    return out[0] if len(out) == 1 else out
+    return _atleast("atleast_1d", arys, {0: (0,)})
 
 
 def atleast_2d(*arys):
     """Each input as an array of at least two dimensions (new axes are leading)."""
-    check_arraylike("atleast_2d", *arys)
-    out = [_atleast(asarray_operand(a), 2) for a in arys]
-    return out[0] if len(out) == 1 else out
+    return _atleast("atleast_2d", arys, {0: (0, 1), 1: (0,)})
 
 
 def atleast_3d(*arys):
     """Each input with at least three dimensions: ``(N,) -> (1, N, 1)``, ``(M, N) -> (M, N, 1)``.
     """
-    check_arraylike("atleast_3d", *arys)
+    return _atleast("atleast_3d", arys, {0: (0, 1, 2), 1: (0, 2), 2: (2,)})
+
+
+def _atleast(fun_name, arys, new_dims):
+    check_arraylike(fun_name, *arys)
     out = []
-    for a in arys:
-        a = asarray_operand(a)
-        nd = _aval(a).ndim
-        dims = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}.get(nd, ())
+    for a in map(asarray_operand, arys):
+        dims = new_dims.get(_aval(a).ndim)
         out.append(lax.expand_dims(a, dims) if dims else a)
     return out[0] if len(out) == 1 else out
-
-
-def _atleast(a, n):
-    nd = _aval(a).ndim
-    return lax.expand_dims(a, tuple(range(n - nd))) if nd < n else a
 
 
 # --- splitting ---
@@ -379,16 +372,15 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def _split_nd(fun_name, ary, ios, min_nd, axis_fn):
     ary = _array(fun_name, ary)
-    nd = _aval(ary).ndim
-    if nd < min_nd:
+    if _aval(ary).ndim < min_nd:
         raise ValueError(f"{fun_name} only works on arrays of {min_nd} or more dimensions, got "
                          f"shape {_aval(ary).shape}")
-    return _split("split", ary, ios, axis_fn(nd))
+    return _split("split", ary, ios, axis_fn(_aval(ary).ndim))
 
 
 def hsplit(ary, indices_or_sections):
     """``split`` along axis 1 (axis 0 for 1-D arrays)."""
-    return _split_nd("hsplit", ary, indices_or_sections, 1, lambda nd: 1 if nd > 1 else 0)
+    return _split_nd("hsplit", ary, indices_or_sections, 1, lambda nd: int(nd > 1))
 
 
 def vsplit(ary, indices_or_sections):
@@ -444,8 +436,10 @@ def _repeat_traced(a, repeats, axis, total):
     i32 = dtypes.canonicalize_dtype(np.int32)
     if _aval(repeats).dtype.kind not in "iu":
         raise TypeError(f"repeat: repeats must be integers, got {_aval(repeats).dtype.name}")
-    reps = lax.convert_element_type(repeats, i32)
-    reps = broadcast_to(reps, (n,)) if _aval(reps).ndim == 0 else reps
+    if _aval(repeats).shape not in ((), (1,), (n,)):
+        raise ValueError(f"repeat: repeats of shape {_aval(repeats).shape} do not match axis "
+                         f"{axis} of size {n}; give an int or {n} ints")
+    reps = broadcast_to(lax.convert_element_type(repeats, i32), (n,))
     excl = lax.sub(lax.cumsum(reps, 0), reps)
     pos = lax.broadcasted_iota(i32, (total, n), 0)
     hits = lax.convert_element_type(lax.le(lax.broadcast_in_dim(excl, (total, n), (1,)), pos),
@@ -670,12 +664,6 @@ def _pad_constant(a, pw, constant_values):
     return a
 
 
-def _check_no_padding(pair, mode):
-    if pair[0] > 0 or pair[1] > 0:
-        raise ValueError(f"pad: cannot apply '{mode}' padding to an empty axis (use mode="
-                         "'constant')")
-
-
 def _slice_ax(a, start, stop, ax):
     n = _aval(a).shape[ax]
     start, stop, _ = slice(start, stop).indices(n)
@@ -689,27 +677,16 @@ def _edge_block(a, ax, n_pad, before):
     return lax.broadcast_in_dim(edge, shape, tuple(range(len(shape))))
 
 
-def _pad_edge(a, pw):
-    for i, (lo, hi) in enumerate(pw):
-        if _aval(a).shape[i] == 0:
-            _check_no_padding((lo, hi), "edge")
-            continue
-        a = lax.concatenate([_edge_block(a, i, lo, True), a, _edge_block(a, i, hi, False)], i)
-    return a
+def _edge_axis(a, i, lo, hi, n):
+    return lax.concatenate([_edge_block(a, i, lo, True), a, _edge_block(a, i, hi, False)], i)
 
 
-def _pad_wrap(a, pw):
-    for i, (lo, hi) in enumerate(pw):
-        n = _aval(a).shape[i]
-        if n == 0:
-            _check_no_padding((lo, hi), "wrap")
-            continue
-        (lrep, lrem), (rrep, rrem) = divmod(lo, n), divmod(hi, n)
-        parts = [_slice_ax(a, n - lrem, n, i)] if lrem else []
-        parts += [a] * (lrep + rrep + 1)
-        parts += [_slice_ax(a, 0, rrem, i)] if rrem else []
-        a = lax.concatenate(parts, i)
-    return a
+def _wrap_axis(a, i, lo, hi, n):
+    (lrep, lrem), (rrep, rrem) = divmod(lo, n), divmod(hi, n)
+    parts = [_slice_ax(a, n - lrem, n, i)] if lrem else []
+    parts += [a] * (lrep + rrep + 1)
+    parts += [_slice_ax(a, 0, rrem, i)] if rrem else []
+    return lax.concatenate(parts, i)
 
 
 def _reflect_side(a, ax, padding, before, n, mode, odd):
@@ -732,20 +709,27 @@ def _reflect_side(a, ax, padding, before, n, mode, odd):
     return a
 
 
-def _pad_reflect(a, pw, mode, reflect_type):
+def _reflect_axis(mode, reflect_type):
     if reflect_type not in ("even", "odd"):
         raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
+
+    def pad_axis(a, i, lo, hi, n):
+        if n == 1 and mode == "reflect":  # nothing to reflect: numpy repeats the edge
+            return _edge_axis(a, i, lo, hi, n)
+        a = _reflect_side(a, i, lo, True, n, mode, reflect_type == "odd")
+        return _reflect_side(a, i, hi, False, n, mode, reflect_type == "odd")
+    return pad_axis
+
+
+def _pad_each_axis(a, pw, mode, pad_axis):
     for i, (lo, hi) in enumerate(pw):
         n = _aval(a).shape[i]
         if n == 0:
-            _check_no_padding((lo, hi), mode)
+            if lo > 0 or hi > 0:
+                raise ValueError(f"pad: cannot apply '{mode}' padding to an empty axis (axis "
+                                 f"{i} of shape {_aval(a).shape}); use mode='constant'")
             continue
-        if n == 1 and mode == "reflect":  # nothing to reflect: numpy repeats the edge
-            a = lax.concatenate([_edge_block(a, i, lo, True), a, _edge_block(a, i, hi, False)],
-                                i)
-            continue
-        a = _reflect_side(a, i, lo, True, n, mode, reflect_type == "odd")
-        a = _reflect_side(a, i, hi, False, n, mode, reflect_type == "odd")
+        a = pad_axis(a, i, lo, hi, n)
     return a
 
 
@@ -777,11 +761,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     pw = _pad_pairs(pad_width, _aval(array).ndim)
     if mode in ("constant", "empty"):
         return _pad_constant(array, pw, kwargs.get("constant_values", 0))
-    if mode == "edge":
-        return _pad_edge(array, pw)
-    if mode == "wrap":
-        return _pad_wrap(array, pw)
-    return _pad_reflect(array, pw, mode, kwargs.get("reflect_type", "even"))
+    pad_axis = {"edge": _edge_axis, "wrap": _wrap_axis}.get(mode) or _reflect_axis(
+        mode, kwargs.get("reflect_type", "even"))
+    return _pad_each_axis(array, pw, mode, pad_axis)
 
 
 # --- grids ---

@@ -23,7 +23,7 @@ from functrax.numpy._util import (
 )
 from functrax.numpy.reductions import _canonicalize_axis, _reduction_axes, any as _any, sum
 from functrax.numpy.shape_ops import concatenate, moveaxis, transpose
-from functrax.numpy.ufuncs import _to_bool, isnan, logical_not
+from functrax.numpy.ufuncs import isnan, logical_not
 from functrax.numpy.ufuncs import where as _where
 
 __all__ = [
@@ -249,7 +249,7 @@ def _apply_sorter(a, sorter):
 
 _UNIQUE_SIZE_HINT = ("To make functrax.numpy.unique() compatible with tracing (jit, vmap, "
                      "make_jaxpr), pass a static size= argument (and optionally fill_value=), "
-                     "which fixes the output size.")
+                     "which fixes the output size. ")
 
 
 def _concrete_or_error(x, context):
@@ -330,10 +330,10 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         _, (inv,) = _sort([perm], [imask], 0, True)
         ret.append(lax.reshape(inv, orig_shape) if axis is None else inv)
     if return_counts:
-        starts = _fit(packed[m + 1], size, valid, n)
-        nxt = lax.concatenate([lax.slice_in_dim(starts, 1, size), lax.full((1,), n, _int_dtype())],
-                              0) if size else starts
-        ret.append(lax.sub(nxt, starts))
+        valid1 = lax.lt(lax.iota(_int_dtype(), size + 1), count)
+        starts = _fit(packed[m + 1], size + 1, valid1, n)  # one more: where the last one ends
+        ret.append(lax.sub(lax.slice_in_dim(starts, 1, size + 1),
+                           lax.slice_in_dim(starts, 0, size)))
     return ret[0] if len(ret) == 1 else tuple(ret)
 
 
@@ -658,7 +658,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if length is None:
         _concrete_or_error(x, "The error occurred because of argument 'x' of "
                               "functrax.numpy.bincount. To avoid this error, pass a static "
-                              "`length` argument.")
+                              "`length` argument. ")
         from functrax.numpy.reductions import max as _max
         length = builtins.max(minlength, int(_max(x)) + 1 if _aval(x).size else 0)
     else:

@@ -71,8 +71,12 @@ def _lax_operands(args):
     """
     if len(args) < 2:
         return list(args)
-    return [Array(np.asarray(a, dtypes.python_scalar_dtype(a)), weak_type=True)
-            if type(a) in _SCALARS else a for a in args]
+    return [_weak_scalar(a) if type(a) in _SCALARS else a for a in args]
+
+
+def _weak_scalar(x):
+    dt = dtypes.python_scalar_dtype(x)
+    return Array._make(np.asarray(x, dt), core.ShapedArray((), dt, True))
 
 
 def _P(name, *args):
@@ -533,12 +537,14 @@ def divmod(x1, x2, /):
     return _float_divmod(x1, x2)
 
 
-def _static_int(x):
-    """The exponent as a Python int when it is a concrete integer scalar, else None."""
-    if type(x) in (int, bool) or isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (np.ndarray, Array)) and x.ndim == 0 and x.dtype.kind in "iu":
-        return int(x)
+def _static_int(x1, x2):
+    """The exponent as a Python int when it is a concrete integer scalar that does not change
+    the result dtype (so that eager and traced calls agree), else None."""
+    if type(x2) in (int, bool):
+        return int(x2)
+    if isinstance(x2, (np.ndarray, np.generic, Array)) and np.ndim(x2) == 0 and \
+            _kind(x2) in "iu" and dtypes.result_type(x1, x2) == _dtype(x1):
+        return int(x2)
     return None
 
 
@@ -550,7 +556,7 @@ def power(x1, x2, /):
     Array([2.25, 4.  ], dtype=float32)
     """
     check_arraylike("power", x1, x2)
-    n = _static_int(x2)
+    n = _static_int(x1, x2)
     if n is not None:
         x1, = promote_dtypes_numeric(x1)
         return lax.integer_pow(x1, n)
@@ -569,10 +575,11 @@ def _pow_int_int(x1, x2):
     zero, one = _const(x2, 0), _const(x2, 1)
     acc = _where(lax.bitwise_and(lax.eq(x1, _const(x1, 0)), lax.ne(x2, zero)),
                  _like(x1, 0), _like(x1, 1))
-    for _ in range(6):
+    for i in range(6):
         acc = lax.select(lax.ne(lax.bitwise_and(x2, one), zero), lax.mul(acc, x1), acc)
-        x1 = lax.mul(x1, x1)
-        x2 = lax.shift_right_logical(x2, one)
+        if i < 5:
+            x1 = lax.mul(x1, x1)
+            x2 = lax.shift_right_logical(x2, one)
     return acc
 
 

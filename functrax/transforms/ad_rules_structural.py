@@ -6,7 +6,9 @@ import numpy as np
 from functrax import core, lax
 from functrax import primitives as P
 from functrax.transforms.ad_rules import _aval
-from functrax.transforms.jvp import Zero, defjvp, deflinear, instantiate, jvp_rules, tangent_aval
+from functrax.transforms.jvp import (
+    Zero, defjvp, defjvp2, deflinear, instantiate, jvp_rules, tangent_aval,
+)
 from functrax.transforms.transpose import deflinear_transpose, is_undefined
 
 
@@ -18,7 +20,7 @@ def _linear(prim, transpose_fn):
 # --- reductions ---
 
 
-def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
+def _reduce_sum_transpose(ct, x, *, axes):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     return [lax.broadcast_in_dim(ct, shape, kept)]
@@ -27,23 +29,22 @@ def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
 _linear(P.reduce_sum_p, _reduce_sum_transpose)
 
 
-def _chooser_jvp(prim):
-    # the tangent at the chosen location(s), averaged over ties (as JAX)
-    def rule(g, x, *, axes, out_sharding=None):
-        ans = prim.bind(x, axes=axes)
-        kept = tuple(i for i in range(len(_aval(x).shape)) if i not in axes)
-        loc = lax.convert_element_type(
-            lax.eq(x, lax.broadcast_in_dim(ans, _aval(x).shape, kept)), _aval(g).dtype)
-        counts = lax.reduce_sum(loc, axes)
-        return lax.div(lax.reduce_sum(lax.mul(g, loc), axes), counts)
-    return rule
+def _reduce_chooser_jvp(g, ans, x, *, axes):
+    # the tangent at the chosen location(s), averaged over ties (JAX's
+    # _reduce_chooser_jvp_rule; ans is broadcast back instead of reshaped)
+    shape = _aval(x).shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    loc = lax.convert_element_type(lax.eq(x, lax.broadcast_in_dim(ans, shape, kept)),
+                                   _aval(g).dtype)
+    counts = lax.reduce_sum(loc, axes)
+    return lax.div(lax.reduce_sum(lax.mul(g, loc), axes), counts)
 
 
-defjvp(P.reduce_max_p, _chooser_jvp(P.reduce_max_p))
-defjvp(P.reduce_min_p, _chooser_jvp(P.reduce_min_p))
+defjvp2(P.reduce_max_p, _reduce_chooser_jvp)
+defjvp2(P.reduce_min_p, _reduce_chooser_jvp)
 
 
-def _reduce_prod_jvp(g, x, *, axes, out_sharding=None):
+def _reduce_prod_jvp(g, x, *, axes):
     # d prod = sum_i g_i * prod_{j != i} x_j, with the exclusive products from two cumprods
     shape = _aval(x).shape
     perm = [i for i in range(len(shape)) if i not in axes] + list(axes)
@@ -116,20 +117,20 @@ _linear(P.concatenate_p, _concatenate_transpose)
 
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
-    out = [None, None]
-    if is_undefined(x):
-        # undo the padding: pad by the negated low/high, then take every (interior+1)-th
+    # JAX's _pad_transpose: unpad (negative low/high padding), then take every
+    # (interior + 1)-th element; the padding value gets whatever the operand did not
+    def t_operand():
         unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
-        core_ = lax.pad(ct, lax.full((), 0, core.get_aval(ct).dtype), unpad)
-        shape = core.get_aval(core_).shape
-        out[0] = lax.slice(core_, (0,) * len(shape), shape,
-                           tuple(it + 1 for _, _, it in padding_config))
-    if is_undefined(padding_value):
-        total = lax.reduce_sum(ct, tuple(range(core.get_aval(ct).ndim)))
-        inner = lax.reduce_sum(out[0], tuple(range(len(padding_config)))) if out[0] is not None \
-            else lax.full((), 0, core.get_aval(ct).dtype)
-        out[1] = lax.sub(total, inner) if out[0] is not None else total
-    return out
+        unpadded = lax.pad(ct, lax.full((), 0, core.get_aval(ct).dtype), unpad)
+        shape = core.get_aval(unpadded).shape
+        return lax.slice(unpadded, (0,) * len(shape), shape,
+                         tuple(it + 1 for _, _, it in padding_config))
+
+    def total(v):
+        return lax.reduce_sum(v, tuple(range(core.get_aval(v).ndim)))
+    t_op = t_operand() if is_undefined(x) or is_undefined(padding_value) else None
+    return [t_op if is_undefined(x) else None,
+            lax.sub(total(ct), total(t_op)) if is_undefined(padding_value) else None]
 
 
 _linear(P.pad_p, _pad_transpose)

@@ -265,9 +265,9 @@ def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with ``fill_value`` (a broadcast of a scalar)."""
     shape = tuple(int(s) for s in shape)
     if not isinstance(fill_value, core.Tracer):
-        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else core.get_aval(
-            fill_value).dtype
-        fill_value = Array(np.asarray(fill_value, dt))
+        aval = core.get_aval(fill_value)
+        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+        fill_value = Array(np.asarray(fill_value, dt), weak_type=dtype is None and aval.weak_type)
         if not shape:
             return fill_value
     elif dtype is not None:

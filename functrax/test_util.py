@@ -63,7 +63,7 @@ def _np(x):
 
 
 def _is_inexact(x) -> bool:
-    return np.dtype(core.get_aval(x).dtype).kind in "fc"
+    return dtypes.is_inexact(core.get_aval(x).dtype)
 
 
 def _is_float0(x) -> bool:
@@ -86,7 +86,7 @@ def _rand_like(rng, x):
         return np.zeros(aval.shape, dtypes.float0)
     dt = np.dtype(aval.dtype)
     val = np.asarray(rng.randn(*aval.shape), dt)
-    if dt.kind == "c":
+    if dtypes.issubdtype(dt, np.complexfloating):
         val = val + dt.type(1j) * np.asarray(rng.randn(*aval.shape), dt)
     return val
 
@@ -274,7 +274,10 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
                 fwd_msg = f"JVP of {err_msg}" if err_msg else "JVP"
                 _check_jvp(f, functools.partial(_jvp, f), args, err_msg=fwd_msg)
                 if order > 1:
-                    _check(functools.partial(_jvp, f), (args, args), order - 1, fwd_msg)
+                    # the primals double as tangents (float0 for integer arguments)
+                    tangents = tree_map(lambda a: a if _is_inexact(a) else np.zeros(
+                        core.get_aval(a).shape, dtypes.float0), args)
+                    _check(functools.partial(_jvp, f), (args, tangents), order - 1, fwd_msg)
             if "rev" in modes:
                 rev_msg = f"VJP of {err_msg}" if err_msg else "VJP"
                 _check_vjp(f, functools.partial(_vjp, f), args, err_msg=rev_msg)

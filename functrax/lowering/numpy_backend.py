@@ -251,7 +251,7 @@ numpy_rules.update({
 def _sort(*operands, dimension, is_stable, num_keys):
     keys = [np.moveaxis(o, dimension, -1) for o in operands[:num_keys]]
     # lexsort sorts by the last key first; NaNs sort to the end as in XLA's total order
-    order = np.lexsort([_sortable(k) for k in reversed(keys)], axis=-1)
+    order = np.lexsort([part for k in reversed(keys) for part in _sortable(k)], axis=-1)
     outs = []
     for o in operands:
         moved = np.moveaxis(o, dimension, -1)
@@ -260,9 +260,10 @@ def _sort(*operands, dimension, is_stable, num_keys):
 
 
 def _sortable(k):
+    """lexsort keys (least significant first) for one sort key: complex sorts by (real, imag)."""
     if k.dtype.kind == "c":
-        return k.real  # real part first; ties broken by stability
-    return k
+        return [k.imag, k.real]
+    return [k]
 
 
 numpy_rules[P.sort_p] = _sort

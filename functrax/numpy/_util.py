@@ -1,6 +1,8 @@
 """Promotion and broadcasting, done once here so that primitives see equal dtypes and shapes."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from functrax import core, dtypes, lax
@@ -167,11 +169,11 @@ def promote_args_numeric(fun_name, *args):
 
 
 def canonicalize_axis(axis, ndim, fun_name="axis"):
-    axis = int(axis)
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
         raise ValueError(f"{fun_name}: axis {axis} is out of bounds for array of dimension "
                          f"{ndim}")
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def canonicalize_axes(axis, ndim, fun_name="axis"):

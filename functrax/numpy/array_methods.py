@@ -68,6 +68,36 @@ _METHODS = {
 }
 
 
+def _sort_method(self, axis=-1, *, stable=True, descending=False):
+    from functrax.numpy import sorting
+    return sorting.sort(self, axis, stable=stable, descending=descending)
+
+
+def _argsort_method(self, axis=-1, *, stable=True, descending=False):
+    from functrax.numpy import sorting
+    return sorting.argsort(self, axis, stable=stable, descending=descending)
+
+
+def _searchsorted_method(self, v, side="left", sorter=None):
+    from functrax.numpy import sorting
+    return sorting.searchsorted(self, v, side=side, sorter=sorter)
+
+
+def _ptp_method(self, axis=None, out=None, keepdims=False):
+    return reductions.ptp(self, axis, out, keepdims)
+
+
+_METHODS.update({"sort": _sort_method, "argsort": _argsort_method,
+                 "searchsorted": _searchsorted_method, "ptp": _ptp_method,
+                 "nonzero": lambda self, size=None, fill_value=None: _nonzero(self, size,
+                                                                            fill_value)})
+
+
+def _nonzero(self, size, fill_value):
+    from functrax.numpy import indexing
+    return indexing.nonzero(self, size=size, fill_value=fill_value)
+
+
 def install(cls):
     for name, fn in _OPERATORS.items():
         setattr(cls, name, _defer(fn))

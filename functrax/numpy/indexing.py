@@ -1,4 +1,7 @@
-"""Indexing of ``functrax.numpy``: ``x[idx]``, ``x.at[idx]``, take, nonzero, ... (as jax.numpy).
+"""Indexing of ``functrax.numpy``: ``x[idx]``, ``x.at[idx]``, take, take_along_axis (as jax.numpy).
+
+(nonzero, argwhere, compress, select, ix_, indices, ... live in ``index_tricks.py`` and are
+re-exported from here.)
 
 An index expression is parsed once (:func:`_parse_index`: Ellipsis expanded, concrete boolean
 masks turned into integer arrays, numpy's rule for where advanced dimensions go decided), then

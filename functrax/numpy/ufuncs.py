@@ -114,6 +114,13 @@ def _to_bool(x):
     return x if _dtype(x) == np.bool_ else lax.ne(x, _const(x, 0))
 
 
+def _complex(re, im, like):
+    """``re + 1j * im`` as ``like``'s complex dtype (there is no ``complex`` primitive)."""
+    dt = _dtype(like)
+    re, im = lax.convert_element_type(re, dt), lax.convert_element_type(im, dt)
+    return lax.add(re, lax.mul(im, _const(like, 1j)))
+
+
 def _no_complex(name, *args):
     for x in args:
         if _dtype(x).kind == "c":
@@ -190,13 +197,20 @@ def log10(x, /):
 
 
 def sinc(x, /):
-    """Normalized sinc ``sin(pi x) / (pi x)``, 1 at ``x == 0``, as ``numpy.sinc``."""
+    """Normalized sinc ``sin(pi x) / (pi x)``, 1 at ``x == 0``, as ``numpy.sinc``.
+
+    Near 0 a Taylor polynomial is used, so derivatives of every order are right there too.
+    """
     check_arraylike("sinc", x)
     x, = promote_dtypes_inexact(x)
-    eq_zero = lax.eq(x, _const(x, 0))
-    pi_x = lax.mul(_const(x, np.pi), x)
-    safe = _where(eq_zero, _const(x, 1), pi_x)
-    return _where(eq_zero, _const(x, 1), lax.div(lax.sin(safe), safe))
+    y = lax.mul(_const(x, np.pi), x)
+    abs_y = lax.abs(y)
+    small = lax.lt(abs_y, _const(abs_y, 0.1))
+    safe = _where(small, _const(x, 1), y)
+    y2 = lax.mul(y, y)  # 1 - y**2/6 + y**4/120, accurate to 2e-10 for |y| < 0.1
+    taylor = lax.add(_const(x, 1), lax.mul(y2, lax.add(_const(x, -1 / 6),
+                                                       lax.mul(y2, _const(x, 1 / 120)))))
+    return _where(small, taylor, lax.div(lax.sin(safe), safe))
 
 
 def deg2rad(x, /):
@@ -306,7 +320,7 @@ def rint(x, /):
         return lax.convert_element_type(x, dtypes.default_float_dtype())
     x, = _I("rint", x)
     if _kind(x) == "c":
-        return lax.add(rint(lax.real(x)), lax.mul(rint(lax.imag(x)), _const(x, 1j)))
+        return _complex(rint(lax.real(x)), rint(lax.imag(x)), x)
     return lax.round(x, 1)
 
 
@@ -330,8 +344,7 @@ def round(a, decimals=0, out=None):
                                       "are not supported; convert to float first.")
         return _asarray(a)
     if _kind(a) == "c":
-        return lax.add(round(lax.real(a), decimals),
-                       lax.mul(round(lax.imag(a), decimals), _const(a, 1j)))
+        return _complex(round(lax.real(a), decimals), round(lax.imag(a), decimals), a)
     if decimals == 0:
         return lax.round(a, 1)
     factor = _const(a, 10.0 ** decimals)
@@ -595,8 +608,6 @@ def fmin(x1, x2, /):
     return _where(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
-
-
 def hypot(x1, x2, /):
     """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow."""
     x1, x2 = _I("hypot", x1, x2)
@@ -747,8 +758,6 @@ def logical_not(x, /):
     return lax.bitwise_not(_to_bool(x))
 
 
-
-
 def right_shift(x1, x2, /):
     """Elementwise ``x1 >> x2``: arithmetic for signed, logical for unsigned integers."""
     x1, x2 = _N("right_shift", x1, x2)
@@ -862,9 +871,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return _asarray(x)
     if k == "c":
         kw = dict(nan=nan, posinf=posinf, neginf=neginf)
-        re, im = nan_to_num(lax.real(x), **kw), nan_to_num(lax.imag(x), **kw)
-        return lax.add(lax.convert_element_type(re, _dtype(x)),
-                       lax.mul(lax.convert_element_type(im, _dtype(x)), _const(x, 1j)))
+        return _complex(nan_to_num(lax.real(x), **kw), nan_to_num(lax.imag(x), **kw), x)
     info = dtypes.finfo(_dtype(x))
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf

@@ -259,6 +259,9 @@ jvp_rules[P.scatter_max_p] = _scatter_extremal_jvp(P.scatter_max_p)
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     shape = _aval(primals[0]).shape
+    if 0 in shape:  # nothing to permute (and no gather of size-1 slices is possible)
+        return (list(P.sort_p.bind(*primals, dimension=dimension, is_stable=is_stable,
+                                   num_keys=num_keys)), list(tangents))
     iota = lax.broadcasted_iota(np.uint32, shape, dimension)
     outs = P.sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                          num_keys=num_keys)

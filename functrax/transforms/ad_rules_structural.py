@@ -232,6 +232,11 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type,
     x_contract_sorted_by_y = list(np.take(x_contract, np.argsort(y_contract))) if len(
         y_contract) else []
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
+    ct_dtype = core.get_aval(ct).dtype
+    if core.get_aval(y).dtype != ct_dtype:
+        # preferred_element_type widened the output (f16 x f16 -> f32): contract in the
+        # cotangent's type, then narrow back to the operand's type below
+        y = lax.convert_element_type(y, ct_dtype)
     res = lax.dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
     res = lax.transpose(res, tuple(int(i) for i in out_axes))
     return lax.convert_element_type(res, x_aval.dtype) if core.get_aval(

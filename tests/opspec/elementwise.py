@@ -196,7 +196,11 @@ SPECS = [unary(n, domain=d, prims=(_PRIM.get(n, n),)) for n, d in _TRANSCENDENTA
             domain=cplx(), out=None, atol=1e-5, rtol=1e-4, prims=(p,))
       for n, p in [("abs", "abs"), ("real", "real"), ("imag", "imag"), ("conj", "conj"),
                    ("angle", "atan2"), ("sqrt", "sqrt"), ("exp", "exp"), ("isfinite", "is_finite"),
-                   ("negative", "neg"), ("square", "square"), ("sign", "sign")]],
+                   ("negative", "neg"), ("square", "square"), ("sign", "sign"),
+                   ("rint", "round"), ("nan_to_num", "real"), ("sinc", "sin"),
+                   ("arccosh", "acosh")]],
+    unary("round_complex", fn=fnp.round, ref=np.round, dtypes=(C64,), domain=cplx(-5, 5),
+          out=None, kwargs=({"decimals": 1},), prims=("round",)),
     binary("multiply_complex", fn=fnp.multiply, ref=np.multiply, dtypes=(C64, (C64, F32)),
            domain=(cplx(), lambda rng, s, d: cplx()(rng, s, d) if d == C64 else
                    uniform()(rng, s, d)), out=None, atol=1e-5, rtol=1e-4, prims=("mul",)),

@@ -102,6 +102,22 @@ def clamp(min, x, max):
     return P.clamp_p.bind(_operand(min, x), x, _operand(max, x))
 
 
+def stop_gradient(x):
+    """``x`` with a zero derivative (maps over pytrees; non-float leaves pass unchanged).
+
+    >>> import functrax
+    >>> functrax.grad(lambda x: x * stop_gradient(x))(3.0)
+    Array(3., dtype=float32, weak_type=True)
+    """
+    from functrax.tree_util import tree_map
+
+    def stop(v):
+        if dtypes.is_inexact(core.get_aval(v).dtype):
+            return P.stop_gradient_p.bind(v)
+        return v
+    return tree_map(stop, x)
+
+
 # --- reductions ---
 
 

@@ -196,3 +196,6 @@ def _clamp_abstract(lo, x, hi):
             raise TypeError(f"clamp: the {name} bound has shape {b.shape}; it must be a scalar "
                             f"or match the operand shape {x.shape}")
     return ShapedArray(x.shape, dt, x.weak_type)
+
+# identity whose derivative is zero (lax.stop_gradient)
+stop_gradient_p = unop("stop_gradient", ANY)

@@ -266,6 +266,8 @@ UNARY = [
     _spec("conj_real", lax.conj, np.conj, shapes=UN, primitives=("conj",)),
     _spec("copy", lambda x: P.copy_p.bind(x), np.copy, shapes=UN, dtypes=(F32, I32, BOOL),
           primitives=("copy",)),
+    _spec("stop_gradient", lax.stop_gradient, lambda x: x, shapes=UN, dtypes=(F32, I32),
+          primitives=("stop_gradient",)),
 ]
 
 ROUND_VALUES = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -0.49999997, 0.7, -1.2, 3.0, 0.0]

@@ -502,7 +502,7 @@ class Literal:
         self.aval = aval
 
     def __repr__(self):
-        return f"{self.val}:{self.aval.str_short()}"
+        return f"{self.val!s}:{self.aval.str_short()}"
 
 
 class JaxprEqn:

@@ -25,7 +25,7 @@ def _operand(x, like=None):
     if type(x) in (bool, int, float, complex):
         if like is not None and type(like) not in (bool, int, float, complex):
             dt = core.get_aval(like).dtype
-            return np.asarray(x, dt)[()]
+            return Array._make(np.asarray(x, dt), core._scalar_aval(dt, type(x) is not bool))
         return x
     return x
 

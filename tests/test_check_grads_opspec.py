@@ -35,6 +35,7 @@ NOT_DIFFERENTIABLE = {
     "sign_complex": _ZERO + ": sign(z) = z/|z| for complex z",
     "nextafter": _ZERO + ": nextafter(x, y) is x up to one ulp",
     "lax_nextafter": _ZERO + ": nextafter(x, y) is x up to one ulp",
+    "lax_stop_gradient": "the identity with a zero derivative by definition",
     "lax_sort_nan": _NAN,
     "lax_reduce_max_empty": _NAN + " (max over an empty axis is -inf)",
     "lax_sort_three_operands_two_keys": ("a float sort key with ties (values 0.0/1.0): a "

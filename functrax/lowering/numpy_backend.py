@@ -57,11 +57,14 @@ def _mul(x, y):
 
 
 def _div(x, y):
-    if x.dtype.kind in "iu":  # C-style truncating division, as XLA
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(y == 0, -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max,
-                         np.trunc(np.true_divide(x, np.where(y == 0, 1, y))))
-        return q.astype(x.dtype)
+    if x.dtype.kind in "iu":  # C-style truncating division in integer arithmetic, as XLA
+        zero = y == 0
+        safe = np.where(zero, 1, y).astype(x.dtype)
+        q = x // safe
+        if x.dtype.kind == "i":  # floor -> trunc where the signs differ and it is inexact
+            q = q + ((x % safe != 0) & ((x < 0) != (safe < 0))).astype(x.dtype)
+        fill = -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max
+        return np.where(zero, np.asarray(fill).astype(x.dtype), q).astype(x.dtype)
     return np.true_divide(x, y)
 
 

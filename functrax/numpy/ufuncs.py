@@ -825,7 +825,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     Array([1., 6.], dtype=float32)
     """
     if x is None and y is None:
-        from functrax.numpy.indexing import nonzero
+        from functrax.numpy import nonzero  # late: defined in another functrax.numpy module
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("functrax.numpy.where: either both or neither of the x and y "

@@ -62,6 +62,10 @@ for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.is_finite_p, P.eq_p, P.ne
            P.shift_right_arithmetic_p, P.shift_right_logical_p, P.nextafter_p, P.argmax_p,
            P.argmin_p, P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p, P.iota_p):
     defjvp_zero(_p)
+# stop_gradient: the identity with a zero derivative; its rule rebinds it on the parent trace
+# so that outer differentiation levels see it too (JAX's _stop_gradient_jvp_rule)
+if getattr(P, "stop_gradient_p", None) is not None:
+    defjvp_zero(P.stop_gradient_p)
 
 # --- unary math (JAX's forms) ---
 defjvp(P.sin_p, lambda g, x: lax.mul(g, lax.cos(x)))
@@ -76,7 +80,18 @@ defjvp(P.cosh_p, lambda g, x: lax.mul(g, lax.sinh(x)))
 defjvp2(P.tanh_p, lambda g, ans, x: lax.mul(lax.add(g, lax.mul(g, ans)),
                                             lax.sub(_one(x), ans)))
 defjvp(P.asinh_p, lambda g, x: lax.mul(g, lax.rsqrt(lax.add(lax.square(x), _one(x)))))
-defjvp(P.acosh_p, lambda g, x: lax.mul(g, lax.rsqrt(lax.sub(lax.square(x), _one(x)))))
+
+
+def _acosh_jvp(g, x):
+    if _is_complex(x):
+        # principal branch: 1 / (sqrt(z - 1) sqrt(z + 1)); rsqrt(z^2 - 1) (JAX's real form)
+        # has the wrong sign where the two square roots' branches differ
+        return lax.mul(g, lax.mul(lax.rsqrt(lax.sub(x, _one(x))),
+                                  lax.rsqrt(lax.add(x, _one(x)))))
+    return lax.mul(g, lax.rsqrt(lax.sub(lax.square(x), _one(x))))
+
+
+defjvp(P.acosh_p, _acosh_jvp)
 defjvp(P.atanh_p, lambda g, x: lax.mul(lax.integer_pow(lax.add(_one(x), x), -1),
                                        lax.div(g, lax.sub(_one(x), x))))
 defjvp2(P.exp_p, lambda g, ans, x: lax.mul(g, ans))

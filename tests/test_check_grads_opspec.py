@@ -47,8 +47,6 @@ NOT_DIFFERENTIABLE = {
     "lax_convert_f32_bf16": _LOW,
     "lax_convert_bf16_f32": _LOW,
     "lax_dot_general_f16_to_f32": _LOW,
-    "sinc": ("BUG in functrax.numpy.sinc (reported): its second derivative at x == 0 (a "
-             "sampled grid point) is 0 instead of -pi**2/3; JAX uses a custom_jvp"),
 }
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are

@@ -164,7 +164,7 @@ def _check_grad_input(x, allow_int, label):
     if not dtypes.is_inexact(dt) and not allow_int:
         raise TypeError(f"{label} requires real- or complex-valued inputs (input dtype that is a "
                         f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
-                        "Integer-valued inputs, use vjp or set allow_int to True.")
+                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
 
 
 def _check_scalar_output(out, label):
@@ -185,7 +185,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     Returns:
       A function returning ``(value, grad)`` (``((value, aux), grad)`` with has_aux).
     """
-    label = "value_and_grad"
+    label = "grad"
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):

@@ -37,7 +37,8 @@ class Config:
         """
         if name not in self._values:
             known = ", ".join(sorted(self._values))
-            raise AttributeError(f"functrax.config.update: unknown flag {name!r}; known flags: {known}")
+            raise AttributeError(f"functrax.config.update: unknown flag {name!r}; "
+                                 f"known flags: {known}")
         self._values[name] = value
         for w in self._watchers:
             w(name, value)

@@ -689,7 +689,7 @@ class _JaxprChecker:
         try:
             out = abstract_eval(eqn.primitive, [v.aval for v in eqn.invars], eqn.params)
         except Exception as e:  # noqa: BLE001 - re-raised with the equation attached
-            self.fail(lambda ctx: f"{type(e).__name__}: {e}", eqn)
+            self.fail(lambda ctx, err=e: f"{type(err).__name__}: {err}", eqn)
         outs = out if eqn.primitive.multiple_results else [out]
         if len(outs) != len(eqn.outvars):
             self.fail(lambda ctx: f"'{eqn.primitive}' produces {len(outs)} results but the "

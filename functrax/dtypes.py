@@ -130,7 +130,8 @@ def _lattice():
         d(uint32): [d(int64), d(uint64)], d(uint64): [_F],
         d(int8): [d(int16)], d(int16): [d(int32)], d(int32): [d(int64)], d(int64): [_F],
         _F: [_C, d(float16)] + ([d(bfloat16)] if bfloat16 is not None else []),
-        d(float16): [d(float32)], d(float32): [d(float64), d(complex64)], d(float64): [d(complex128)],
+        d(float16): [d(float32)], d(float32): [d(float64), d(complex64)],
+        d(float64): [d(complex128)],
         _C: [d(complex64)], d(complex64): [d(complex128)], d(complex128): [],
     }
     if bfloat16 is not None:

@@ -9,7 +9,7 @@ import functrax.numpy as fnp
 from functrax import core, lax, make_jaxpr
 from functrax import primitives as P
 from functrax.core import (
-    ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var, check_jaxpr, eval_jaxpr,
+    ClosedJaxpr, Jaxpr, JaxprEqn, Primitive, ShapedArray, Var, check_jaxpr, eval_jaxpr,
 )
 from functrax.errors import JaxprTypeError, MissingRuleError
 from functrax.tracing import ShapeDtypeStruct, eval_shape
@@ -98,7 +98,8 @@ def test_bind_eager_uses_backend_rule():
 
 def test_bind_missing_rules():
     no_rule = Primitive("demo_no_rule")
-    with pytest.raises(MissingRuleError, match="abstract evaluation has no rule for 'demo_no_rule'"):
+    with pytest.raises(MissingRuleError,
+                       match="abstract evaluation has no rule for 'demo_no_rule'"):
         no_rule.bind(1.0)
     no_rule.def_abstract_eval(lambda x: x)
     with pytest.raises(MissingRuleError, match="eager evaluation .* no rule for 'demo_no_rule'"):

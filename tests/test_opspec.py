@@ -35,7 +35,8 @@ def _tolerances(spec, dtype):
 def assert_matches(spec, got, want, in_dts):
     got_l = got if isinstance(got, (tuple, list)) else [got]
     want_l = want if isinstance(want, (tuple, list)) else [want]
-    assert len(got_l) == len(want_l), f"{spec.name}: {len(got_l)} outputs, numpy gives {len(want_l)}"
+    assert len(got_l) == len(want_l), (
+        f"{spec.name}: {len(got_l)} outputs, numpy gives {len(want_l)}")
     for g, w in zip(got_l, want_l):
         w = np.asarray(w)
         assert isinstance(g, functrax.Array), f"{spec.name} returned {type(g).__name__}"

@@ -2,7 +2,6 @@
 
 import importlib.util
 import os
-import sys
 
 try:
   from functrax import pretty_printer as pp

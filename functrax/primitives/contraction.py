@@ -1,7 +1,9 @@
 """dot_general: contraction over paired dimensions with batch dimensions."""
 from __future__ import annotations
 
-from functrax.primitives._util import NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np
+from functrax.primitives._util import (
+    NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
+)
 
 dot_general_p = new_primitive("dot_general")
 

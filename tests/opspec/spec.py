@@ -19,7 +19,8 @@ def uniform(lo=-3.0, hi=3.0):
         if dtype == BOOL:
             return rng.random(shape) < 0.5
         if dtype.kind in "iu":
-            lo_, hi_ = (max(int(lo), 0), max(int(hi), 1)) if dtype.kind == "u" else (int(lo), int(hi))
+            lo_, hi_ = ((max(int(lo), 0), max(int(hi), 1)) if dtype.kind == "u"
+                        else (int(lo), int(hi)))
             return rng.randint(lo_, hi_ + 1, size=shape).astype(dtype)
         return rng.uniform(lo, hi, size=shape).astype(dtype)
     return gen

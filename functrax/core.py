@@ -188,6 +188,7 @@ class Trace:
 class TraceState(threading.local):
     def __init__(self):
         self.trace = EVAL_TRACE
+        self.axis_env = []  # AxisFrame stack of named axes bound by vmap / pmap
 
 
 @contextmanager
@@ -202,6 +203,50 @@ def set_current_trace(trace):
 
 def current_trace() -> Trace:
     return _state.trace
+
+
+# --- named axes (vmap / pmap axis_name), used by collectives ---
+
+
+class AxisFrame:
+    """A named mapped axis in scope: its name and size."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name, size: int):
+        self.name = name
+        self.size = size
+
+    def __repr__(self):
+        return f"AxisFrame({self.name!r}, size={self.size})"
+
+
+@contextmanager
+def extend_axis_env(name, size: int):
+    """Bind axis ``name`` of ``size`` for collectives while tracing/evaluating the body."""
+    if name is None:
+        yield
+        return
+    _state.axis_env.append(AxisFrame(name, size))
+    try:
+        yield
+    finally:
+        _state.axis_env.pop()
+
+
+def axis_frame(name) -> AxisFrame:
+    """The innermost frame binding ``name``.
+
+    Raises:
+      NameError: for an unbound axis name, listing the bound ones.
+    """
+    for frame in reversed(_state.axis_env):
+        if frame.name == name:
+            return frame
+    bound = [f.name for f in _state.axis_env]
+    raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by "
+                    f"pmap or vmap(..., axis_name=...)) are available to collective operations: "
+                    f"{bound}")
 
 
 @contextmanager

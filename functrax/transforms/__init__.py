@@ -7,3 +7,5 @@ from functrax.transforms.grad import (  # noqa: F401
 )
 from functrax.transforms.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401,E402
 from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
+from functrax.transforms import batching_rules as _batching_rules  # noqa: F401,E402
+from functrax.transforms.vmap import vmap  # noqa: F401,E402

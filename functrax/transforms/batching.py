@@ -1,0 +1,119 @@
+"""The batching trace behind ``vmap`` and the ``vmap_rules`` table.
+
+A value under vmap is ``(val, bdim)``: ``val`` carries the batch along axis ``bdim`` (None:
+not batched). ``vmap_rules[prim](axis, vals, dims, **params) -> (out, out_dim)`` runs with
+the parent trace current; ``axis`` is the :class:`AxisData` (size, name) of this vmap.
+"""
+from __future__ import annotations
+
+from functrax import core, lax
+from functrax.core import Tracer
+from functrax.errors import MissingRuleError
+
+vmap_rules: dict = {}
+# primitives that must see the batch axis even when no operand is batched (collectives)
+axis_primitives: set = set()
+
+not_mapped = None
+
+
+class AxisData:
+    __slots__ = ("name", "size")
+
+    def __init__(self, name, size):
+        self.name = name
+        self.size = size
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "bdim", "aval")
+
+    def __init__(self, trace, val, bdim):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+        a = core.get_aval(val)
+        self.aval = a if bdim is None else a.update(
+            shape=a.shape[:bdim] + a.shape[bdim + 1:])
+
+
+class BatchTrace(core.Trace):
+    kind = "vmap"
+
+    def __init__(self, parent, axis: AxisData):
+        super().__init__(parent)
+        self.axis = axis
+
+    def lift(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.bdim
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, None
+
+    def process_primitive(self, prim, args, params):
+        vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
+        if all(d is None for d in dims) and not (
+                prim in axis_primitives and self.axis.name in _axis_names(params)):
+            with core.set_current_trace(self.parent):
+                return prim.bind(*vals, **params)
+        rule = vmap_rules.get(prim)
+        if rule is None:
+            raise MissingRuleError("vmap", prim)
+        with core.set_current_trace(self.parent):
+            out, out_dim = rule(self.axis, list(vals), list(dims), **params)
+        if prim.multiple_results:
+            return [self.pure(o, d) for o, d in zip(out, out_dim)]
+        return self.pure(out, out_dim)
+
+    def pure(self, val, bdim):
+        return val if bdim is None else BatchTracer(self, val, bdim)
+
+    def describe(self):
+        return f"BatchTrace(axis_name={self.axis.name!r}, size={self.axis.size})"
+
+
+def _axis_names(params):
+    names = params.get("axes", params.get("axis_name", ()))
+    return names if isinstance(names, tuple) else (names,)
+
+
+# --- helpers for rules ---
+
+
+def moveaxis(x, src: int, dst: int):
+    """Move axis ``src`` of ``x`` to position ``dst`` (no-op when equal)."""
+    nd = core.get_aval(x).ndim
+    src, dst = src % nd, dst % nd
+    if src == dst:
+        return x
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, perm)
+
+
+def bdim_at_front(x, bdim, size: int):
+    """``x`` with its batch axis first, broadcasting an unbatched ``x`` to ``size``."""
+    if bdim is None:
+        return broadcast_batch(x, size, 0)
+    return moveaxis(x, bdim, 0)
+
+
+def broadcast_batch(x, size: int, axis: int):
+    aval = core.get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    dims = tuple(i for i in range(len(shape)) if i != axis)
+    return lax.broadcast_in_dim(x, tuple(shape), dims)
+
+
+def matchaxis(size, src, dst, x):
+    """Put the batch axis of ``x`` (at ``src``, or None) at ``dst`` (None: must be
+    unbatched)."""
+    if src == dst:
+        return x
+    if src is None:
+        return broadcast_batch(x, size, dst)
+    if dst is None:
+        raise ValueError("cannot unbatch a batched value")
+    return moveaxis(x, src, dst)

@@ -1,0 +1,217 @@
+"""vmap rules for elementwise, reduction, shape and contraction primitives."""
+from __future__ import annotations
+
+from functrax import core, lax
+from functrax import primitives as P
+from functrax.transforms.batching import (
+    bdim_at_front, broadcast_batch, moveaxis, vmap_rules,
+)
+
+
+def _shape(x):
+    return core.get_aval(x).shape
+
+
+def defvectorized(prim):
+    """Elementwise unary: the batch axis stays where it is."""
+    def rule(axis, vals, dims, **params):
+        return prim.bind(vals[0], **params), dims[0]
+    vmap_rules[prim] = rule
+
+
+def defbroadcasting(prim):
+    """n-ary elementwise on equal shapes (rank-0 operands may stand beside arrays).
+
+    Batched operands get their batch axis in one place; unbatched rank-0 operands stay
+    scalars; unbatched arrays are broadcast along the batch (needed: shapes must be equal).
+    """
+    def rule(axis, vals, dims, **params):
+        batched = [(v, d) for v, d in zip(vals, dims) if d is not None]
+        full = {_shape(v) for v, _ in batched}
+        bds = {d for _, d in batched}
+        unb_scalars = all(d is not None or _shape(v) == () for v, d in zip(vals, dims))
+        if len(full) == 1 and len(bds) == 1 and unb_scalars:
+            return prim.bind(*vals, **params), bds.pop()  # already aligned: no data movement
+        per_ex = [_per_example_shape(v, d) for v, d in zip(vals, dims)]
+        out_shape = next((s for s in per_ex if s != ()), ())
+        new = []
+        for v, d, s in zip(vals, dims, per_ex):
+            if d is None:
+                new.append(v if s == () else broadcast_batch(v, axis.size, 0))
+            else:
+                v = moveaxis(v, d, 0)
+                if s == () and out_shape != ():
+                    v = lax.broadcast_in_dim(v, (axis.size,) + out_shape, (0,))
+                new.append(v)
+        return prim.bind(*new, **params), 0
+    vmap_rules[prim] = rule
+
+
+def _per_example_shape(v, d):
+    s = _shape(v)
+    return s if d is None else s[:d] + s[d + 1:]
+
+
+_UNARY = [
+    "neg", "sign", "abs", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
+    "expm1", "tanh", "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma",
+    "digamma", "square", "not", "copy", "real", "imag", "conj", "integer_pow",
+    "convert_element_type", "stop_gradient",
+]
+_NARY = [
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
+    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt",
+    "le", "gt", "ge", "select_n", "clamp",
+]
+for _name in _UNARY:
+    defvectorized(P.primitive_registry[_name])
+for _name in _NARY:
+    defbroadcasting(P.primitive_registry[_name])
+
+
+# --- reductions ---
+
+
+def _shift_axes(axes, bdim):
+    """Per-example axes -> axes of the batched value (batch axis at ``bdim``)."""
+    return tuple(a + (a >= bdim) for a in axes)
+
+
+def defreducer(prim):
+    def rule(axis, vals, dims, *, axes, **params):
+        x, d = vals[0], dims[0]
+        new_axes = _shift_axes(axes, d)
+        out_dim = d - sum(a < d for a in axes)
+        return prim.bind(x, axes=new_axes, **params), out_dim
+    vmap_rules[prim] = rule
+
+
+for _p in (P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p, P.reduce_and_p,
+           P.reduce_or_p, P.reduce_xor_p, P.argmax_p, P.argmin_p):
+    defreducer(_p)
+
+
+def defcumulative(prim):
+    def rule(ax, vals, dims, **params):
+        x, d = vals[0], dims[0]
+        params["axis"] = params["axis"] + (params["axis"] >= d)
+        return prim.bind(x, **params), d
+    vmap_rules[prim] = rule
+
+
+for _p in (P.cumsum_p, P.cumprod_p, P.cummax_p, P.cummin_p, P.cumlogsumexp_p):
+    defcumulative(_p)
+
+
+def _sort_rule(axis, vals, dims, *, dimension, is_stable, num_keys):
+    ops = [bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+    outs = P.sort_p.bind(*ops, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
+    return outs, [0] * len(outs)
+
+
+vmap_rules[P.sort_p] = _sort_rule
+
+# --- shape ---
+
+
+def _broadcast_in_dim_rule(axis, vals, dims, *, shape, broadcast_dimensions, sharding=None):
+    x = moveaxis(vals[0], dims[0], 0)
+    out = lax.broadcast_in_dim(x, (axis.size,) + tuple(shape),
+                               (0,) + tuple(b + 1 for b in broadcast_dimensions))
+    return out, 0
+
+
+def _reshape_rule(axis, vals, dims, *, new_sizes, dimensions=None, sharding=None):
+    x = moveaxis(vals[0], dims[0], 0)
+    if dimensions is not None:
+        x = lax.transpose(x, (0,) + tuple(d + 1 for d in dimensions))
+    return lax.reshape(x, (axis.size,) + tuple(new_sizes)), 0
+
+
+def _transpose_rule(axis, vals, dims, *, permutation):
+    x, d = vals[0], dims[0]
+    # keep the batch axis in place: per-example axis k sits at k + (k >= d)
+    full = [p + (p >= d) for p in permutation]
+    full.insert(d, d)
+    return lax.transpose(x, full), d
+
+
+def _squeeze_rule(axis, vals, dims, *, dimensions):
+    x, d = vals[0], dims[0]
+    return lax.squeeze(x, _shift_axes(dimensions, d)), d - sum(a < d for a in dimensions)
+
+
+def _expand_dims_rule(axis, vals, dims, *, dimensions):
+    x = moveaxis(vals[0], dims[0], 0)
+    return lax.expand_dims(x, tuple(d + 1 for d in dimensions)), 0
+
+
+def _rev_rule(axis, vals, dims, *, dimensions):
+    x, d = vals[0], dims[0]
+    return lax.rev(x, _shift_axes(dimensions, d)), d
+
+
+def _concatenate_rule(axis, vals, dims, *, dimension):
+    ops = [bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+    return lax.concatenate(ops, dimension + 1), 0
+
+
+def _pad_rule(axis, vals, dims, *, padding_config):
+    x, pv = vals
+    dx, dpv = dims
+    cfg = ((0, 0, 0),) + tuple(padding_config)
+    x = bdim_at_front(x, dx, axis.size)
+    if dpv is None:
+        return lax.pad(x, pv, cfg), 0
+    # a batched padding value: pad with zeros, then select the padding positions
+    dt = core.get_aval(x).dtype
+    padded = lax.pad(x, lax.full((), 0, dt), cfg)
+    mask = lax.pad(lax.full(_shape(x), True, bool), lax.full((), False, bool), cfg)
+    fill = lax.broadcast_in_dim(moveaxis(pv, dpv, 0), _shape(padded), (0,))
+    return lax.select(mask, padded, fill), 0
+
+
+def _slice_rule(axis, vals, dims, *, start_indices, limit_indices, strides=None):
+    x, d = vals[0], dims[0]
+    starts, limits = list(start_indices), list(limit_indices)
+    st = list(strides) if strides is not None else [1] * len(starts)
+    starts.insert(d, 0)
+    limits.insert(d, axis.size)
+    st.insert(d, 1)
+    return lax.slice(x, starts, limits, st if strides is not None else None), d
+
+
+vmap_rules.update({
+    P.broadcast_in_dim_p: _broadcast_in_dim_rule, P.reshape_p: _reshape_rule,
+    P.transpose_p: _transpose_rule, P.squeeze_p: _squeeze_rule,
+    P.expand_dims_p: _expand_dims_rule, P.rev_p: _rev_rule,
+    P.concatenate_p: _concatenate_rule, P.pad_p: _pad_rule, P.slice_p: _slice_rule,
+})
+
+# --- dot_general ---
+
+
+def _dot_general_rule(axis, vals, dims, *, dimension_numbers, precision=None,
+                      preferred_element_type=None):
+    (lhs, rhs), (ld, rd) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    params = dict(precision=precision, preferred_element_type=preferred_element_type)
+    if ld is not None and rd is not None:
+        lhs, rhs = moveaxis(lhs, ld, 0), moveaxis(rhs, rd, 0)
+        up = lambda ds: tuple(i + 1 for i in ds)  # noqa: E731
+        dn = ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb)))
+        return P.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    if ld is not None:
+        lc2, lb2 = _shift_axes(lc, ld), _shift_axes(lb, ld)
+        out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc), (lb2, rb)), **params)
+        free = [i for i in range(core.get_aval(lhs).ndim) if i not in lc2 and i not in lb2]
+        return out, len(lb) + free.index(ld)
+    rc2, rb2 = _shift_axes(rc, rd), _shift_axes(rb, rd)
+    out = P.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc2), (lb, rb2)), **params)
+    l_free = core.get_aval(lhs).ndim - len(lc) - len(lb)
+    free = [i for i in range(core.get_aval(rhs).ndim) if i not in rc2 and i not in rb2]
+    return out, len(lb) + l_free + free.index(rd)
+
+
+vmap_rules[P.dot_general_p] = _dot_general_rule

@@ -1,0 +1,174 @@
+"""``vmap``: automatic batching over pytrees, with in_axes/out_axes prefixes, axis names for
+collectives, and ``chunk_size`` to bound peak memory."""
+from __future__ import annotations
+
+import functools
+import operator
+
+from functrax import core, lax
+from functrax.tracing import fun_name
+from functrax.transforms.batching import AxisData, BatchTrace, BatchTracer, matchaxis
+from functrax.tree_util import (
+    broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten,
+)
+
+
+def _check_axes_spec(spec, what):
+    leaves, _ = tree_flatten(spec, is_leaf=lambda x: x is None)
+    for leaf in leaves:
+        if leaf is not None and not isinstance(leaf, int):
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
+                            f"types as leaves, but got {spec}.")
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, chunk_size=None,
+         spmd_axis_name=None):
+    """Vectorize ``fun`` over a mapped axis of its arguments.
+
+    Args:
+      fun: function of arrays (pytrees allowed).
+      in_axes: an int, None, or a tuple with one entry per positional argument, each a
+        pytree prefix of its argument (int: the mapped axis, None: not mapped). Keyword
+        arguments are mapped over axis 0.
+      out_axes: like ``in_axes`` for the outputs (None: the output must not be batched).
+      axis_name: a name for collectives (``lax.psum(x, axis_name)``, ...).
+      axis_size: the batch size, needed when nothing is mapped.
+      chunk_size: evaluate the batch ``chunk_size`` rows at a time (bounds peak memory;
+        results are identical).
+
+    Raises:
+      ValueError: for inconsistent mapped sizes (naming each argument and axis), axes out
+        of range, or a batched output whose out_axes is None.
+
+    >>> import functrax.numpy as fnp
+    >>> vmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")(fnp.arange(4.0))
+    Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap chunk_size must be a positive int, got {chunk_size!r}")
+
+    @functools.wraps(fun)
+    def vmap_f(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        spec = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                {k: 0 for k in kwargs})
+        tree = (args, kwargs)
+        flat, in_tree = tree_flatten(tree)
+        try:
+            flat_axes = broadcast_prefix(spec, tree, is_leaf=lambda x: x is None)
+        except ValueError:
+            raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
+                             f"corresponding value, got specification {in_axes} for value tree "
+                             f"{tree_flatten(args)[1]}.") from None
+        names = _leaf_names(fun, args, kwargs)
+        flat_axes = [_normalize_in_axis(ax, x, n) for ax, x, n in zip(flat_axes, flat, names)]
+        size = _batch_size(fun, flat, flat_axes, names, axis_size)
+        call = functools.partial(_vmap_call, fun, in_tree, axis_name, out_axes)
+        if chunk_size is not None and chunk_size < size:
+            return _chunked(call, flat, flat_axes, size, chunk_size, axis_name)
+        return call(flat, flat_axes, size)[0]
+
+    return vmap_f
+
+
+def _leaf_names(fun, args, kwargs):
+    from functrax.tracing import arg_names
+    names = arg_names(fun, args, kwargs)
+    n = len(tree_flatten((args, kwargs))[0])
+    if len(names) != n:
+        names = [f"args{keystr(p)}" for p, _ in tree_flatten_with_path((args, kwargs))[0]]
+    return names
+
+
+def _normalize_in_axis(ax, x, name):
+    if ax is None:
+        return None
+    if not core.is_arraylike(x):
+        raise ValueError(f"vmap was asked to map argument {name} of type {type(x).__name__} "
+                         "along an axis, but only arrays can be mapped; use in_axes=None for it")
+    shape = core.get_aval(x).shape
+    if not -len(shape) <= ax < len(shape):
+        raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                         f"implies that its rank should be at least {max(ax + 1, -ax)}, but is "
+                         f"only {len(shape)} (its shape is {shape})")
+    return ax % len(shape)
+
+
+def _batch_size(fun, flat, flat_axes, names, axis_size):
+    sizes = {core.get_aval(x).shape[ax] for x, ax in zip(flat, flat_axes) if ax is not None}
+    if axis_size is not None:
+        sizes.add(operator.index(axis_size))
+    if not sizes:
+        raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
+                         "axis_size)")
+    if len(sizes) > 1:
+        lines = [f"  * one axis had size {core.get_aval(x).shape[ax]}: axis {ax} of argument "
+                 f"{n} of type {core.get_aval(x).str_short(short_dtypes=False)};"
+                 for x, ax, n in zip(flat, flat_axes, names) if ax is not None]
+        if axis_size is not None:
+            lines.append(f"  * axis_size was given as {axis_size};")
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                         + "\n".join(lines))
+    return sizes.pop()
+
+
+def _vmap_call(fun, in_tree, axis_name, out_axes, flat, flat_axes, size):
+    trace = BatchTrace(core.current_trace(), AxisData(axis_name, size))
+    with core.extend_axis_env(axis_name, size), core.new_trace(trace):
+        ins = [x if ax is None else BatchTracer(trace, x, ax) for x, ax in zip(flat, flat_axes)]
+        args, kwargs = tree_unflatten(in_tree, ins)
+        out = fun(*args, **kwargs)
+        out_flat, out_tree = tree_flatten(out)
+        pairs = [trace.lift(o) for o in out_flat]
+    try:
+        flat_out_axes = broadcast_prefix(out_axes, out, is_leaf=lambda x: x is None)
+    except ValueError:
+        raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
+                         f"corresponding value, got specification {out_axes} for value tree "
+                         f"{out_tree}.") from None
+    outs, norm_axes = [], []
+    for (val, bdim), ax in zip(pairs, flat_out_axes):
+        if ax is None and bdim is not None:
+            raise ValueError(f"vmap has mapped output (axis_name={axis_name!r}) but out_axes "
+                             f"is None for an output of {fun_name(fun)}")
+        if ax is not None:
+            nd = core.get_aval(val).ndim + (bdim is None)
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap out_axes={ax} is out of range for an output of rank "
+                                 f"{nd} (with the mapped axis)")
+            ax %= nd
+            if not core.is_arraylike(val):
+                val = core.Array(val)
+        outs.append(matchaxis(size, bdim, ax, val) if ax is not None else val)
+        norm_axes.append(ax)
+    return tree_unflatten(out_tree, outs), norm_axes
+
+
+def _chunked(call, flat, flat_axes, size, chunk, axis_name):
+    if axis_name is not None:
+        raise NotImplementedError("vmap chunk_size cannot be combined with axis_name: "
+                                  "collectives would only see one chunk of the batch")
+    results = []
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
+        part = [x if ax is None else lax.slice_in_dim(x, start, stop, axis=ax)
+                for x, ax in zip(flat, flat_axes)]
+        results.append(call(part, flat_axes, stop - start))
+    return _concat_chunks(results)
+
+
+def _concat_chunks(results):
+    """Join per-chunk outputs along each output's mapped axis."""
+    _, tree = tree_flatten(results[0][0])
+    per_chunk = [tree_flatten(r)[0] for r, _ in results]
+    axes = results[0][1]
+    out = [per_chunk[0][i] if ax is None else lax.concatenate([p[i] for p in per_chunk], ax)
+           for i, ax in enumerate(axes)]
+    return tree_unflatten(tree, out)

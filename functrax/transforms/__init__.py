@@ -9,3 +9,5 @@ from functrax.transforms.custom_derivatives import custom_jvp, custom_vjp  # noq
 from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
 from functrax.transforms import batching_rules as _batching_rules  # noqa: F401,E402
 from functrax.transforms.vmap import vmap  # noqa: F401,E402
+from functrax.transforms import jit_rules as _jit_rules  # noqa: F401,E402
+from functrax.transforms.jit import block_until_ready, disable_jit, jit  # noqa: F401,E402

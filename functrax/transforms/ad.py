@@ -68,3 +68,21 @@ def vjp_flat(fun, primals, debug_info=None):
     """Returns (primals_out, pullback) where ``pullback(cts_out) -> cts_in`` (may be Zero)."""
     primals_out, linear = linearize_flat(fun, primals, debug_info)
     return primals_out, linear.transpose
+
+
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzero) -> core.ClosedJaxpr:
+    """A jaxpr of (primals, nonzero tangents) -> (primal outs, tangent outs), tangent
+    outputs instantiated (zeros where symbolic)."""
+    from functrax.tracing import trace_to_jaxpr
+    n = len(nonzero)
+    in_avals = list(closed.in_avals)
+    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
+
+    def f(*args):
+        primals, ts = list(args[:n]), iter(args[n:])
+        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
+        outs, t_outs = jvp_flat(
+            lambda *p: core.eval_jaxpr(closed.jaxpr, closed.consts, *p), primals, tangents)
+        return list(outs) + [instantiate(t) for t in t_outs]
+
+    return trace_to_jaxpr(f, in_avals + t_avals)

@@ -117,3 +117,32 @@ def matchaxis(size, src, dst, x):
     if dst is None:
         raise ValueError("cannot unbatch a batched value")
     return moveaxis(x, src, dst)
+
+
+def batch_jaxpr(closed: core.ClosedJaxpr, axis: AxisData, in_dims):
+    """Trace the batched version of ``closed`` for inputs batched along ``in_dims``.
+
+    Returns (ClosedJaxpr over the batched inputs, out_dims).
+    """
+    from functrax.tracing import trace_to_jaxpr
+    in_avals = []
+    for a, d in zip(closed.in_avals, in_dims):
+        if d is None:
+            in_avals.append(a)
+        else:
+            shape = list(a.shape)
+            shape.insert(d, axis.size)
+            in_avals.append(a.update(shape=tuple(shape)))
+    out_dims_box = []
+
+    def f(*args):
+        trace = BatchTrace(core.current_trace(), axis)
+        with core.new_trace(trace):
+            ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+            pairs = [trace.lift(o) for o in outs]
+        out_dims_box.append([d for _, d in pairs])
+        return [v for v, _ in pairs]
+
+    batched = trace_to_jaxpr(f, in_avals)
+    return batched, out_dims_box[0]

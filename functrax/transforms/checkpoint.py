@@ -13,18 +13,19 @@ import functools
 from functrax import core
 from functrax.core import ClosedJaxpr
 from functrax.lowering.numpy_backend import numpy_rules
+from functrax.passes.inline import inlinable
 from functrax.primitives._util import new_primitive
-from functrax.transforms.ad import jvp_flat
+from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.call_util import eager_call_rule, eval_closed, trace_subjaxpr
-from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
+from functrax.transforms.jvp import Zero, instantiate, jvp_rules
 from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_jaxpr
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
-from functrax.tracing import trace_to_jaxpr
 from functrax.tree_util import tree_unflatten
 
 remat_p = new_primitive("remat2", multiple_results=True)
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 numpy_rules[remat_p] = eager_call_rule("jaxpr")
+inlinable[remat_p] = "jaxpr"
 
 
 class checkpoint_policies:
@@ -93,24 +94,9 @@ def _saveable(policy):
     return lambda eqn: bool(policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params))
 
 
-def _jvp_jaxpr(closed, nonzero):
-    """A jaxpr of (primals, nonzero tangents) -> (primal outs, tangent outs)."""
-    n = len(nonzero)
-    in_avals = list(closed.in_avals)
-    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
-
-    def f(*args):
-        primals, ts = list(args[:n]), iter(args[n:])
-        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
-        outs, t_outs = jvp_flat(lambda *p: eval_closed(closed, *p), primals, tangents)
-        return list(outs) + [instantiate(t) for t in t_outs]
-
-    return trace_to_jaxpr(f, in_avals + t_avals)
-
-
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
     nonzero = [type(t) is not Zero for t in tangents]
-    jvp_closed = _jvp_jaxpr(jaxpr, nonzero)
+    jvp_closed = jvp_jaxpr(jaxpr, nonzero)
     n_out = len(jaxpr.out_avals)
     n_nz = sum(nonzero)
     j = jvp_closed.jaxpr

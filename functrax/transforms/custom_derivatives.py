@@ -13,6 +13,7 @@ import inspect
 from functrax import core
 from functrax.jaxpr_printer import pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.lowering.numpy_backend import numpy_rules
+from functrax.passes.inline import inlinable
 from functrax.primitives._util import new_primitive
 from functrax.tracing import fun_name
 from functrax.transforms.call_util import eager_call_rule, trace_subjaxpr
@@ -33,6 +34,8 @@ custom_jvp_call_p.def_abstract_eval(_call_abstract)
 custom_vjp_call_p.def_abstract_eval(_call_abstract)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 numpy_rules[custom_jvp_call_p] = eager_call_rule("call_jaxpr")
+inlinable[custom_jvp_call_p] = "call_jaxpr"
+inlinable[custom_vjp_call_p] = "call_jaxpr"
 numpy_rules[custom_vjp_call_p] = eager_call_rule("call_jaxpr")
 
 

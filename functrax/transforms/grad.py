@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from functrax import core, dtypes
+from functrax import core, dtypes, lax
 from functrax.transforms.ad import jvp_flat, linearize_flat
 from functrax.transforms.jvp import Zero, instantiate, tangent_aval
 from functrax.tracing import fun_name
@@ -230,86 +230,203 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     return grad_f
 
 
-def _std_basis(aval):
+def _check_jac_dtype(name, what, holomorphic, allow_int, x):
+    """JAX's dtype checks for jacfwd/jacrev inputs ("input") and outputs ("output")."""
+    dt = core.get_aval(x).dtype
+    is_complex = dtypes.issubdtype(dt, np.complexfloating)
+    if holomorphic:
+        if not is_complex:
+            raise TypeError(f"{name} with holomorphic=True requires {what}s with complex dtype, "
+                            f"but got {dt.name}.")
+        return
+    if name == "jacfwd" and what == "input" and not dtypes.is_float(dt):
+        raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                        f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                        "holomorphic=True. For differentiation of non-holomorphic functions "
+                        "involving complex inputs or integer inputs, use functrax.jvp directly.")
+    if name == "jacrev" and what == "input" and not dtypes.is_inexact(dt):
+        if dtypes.issubdtype(dt, np.integer) or dtypes.issubdtype(dt, np.bool_):
+            if not allow_int:
+                raise TypeError("jacrev requires real- or complex-valued inputs (input dtype "
+                                f"that is a sub-dtype of np.inexact), but got {dt.name}. If you "
+                                "want to use Boolean- or integer-valued inputs, use vjp or set "
+                                "allow_int to True.")
+        else:
+            raise TypeError("jacrev requires numerical-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.bool_ or np.number), but got {dt.name}.")
+    if name == "jacrev" and what == "output" and not dtypes.is_float(dt):
+        hint = ("For holomorphic differentiation, pass holomorphic=True. For differentiation "
+                "of non-holomorphic functions involving complex outputs, use functrax.vjp "
+                "directly." if is_complex else "For differentiation of functions with integer "
+                "outputs, use functrax.vjp directly.")
+        raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. {hint}")
+
+
+def _std_basis(pytree):
+    """The identity basis over all leaves of ``pytree``, as a pytree batched on axis 0.
+
+    With ``n`` the total number of elements, leaf ``k`` of the result has shape
+    ``(n,) + leaf.shape`` and holds rows ``offset_k : offset_k + leaf.size`` of ``eye(n)``
+    (so mapping over axis 0 gives one unit tangent/cotangent per element), cast to the
+    leaf's dtype.
+    """
     from functrax import numpy as fnp
-    n = aval.size
-    return fnp.reshape(fnp.eye(n, dtype=aval.dtype), (n,) + aval.shape)
+    leaves, _ = tree_flatten(pytree)
+    n = sum(core.get_aval(x).size for x in leaves)
+    dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
+    return _assemble(pytree, 1, None, fnp.eye(n, dtype=dtype))
+
+
+def _assemble(pytree, axis, example, arr):
+    """Split ``arr`` along ``axis`` into one piece per leaf of ``pytree`` (sized like the
+    leaf), reshape that axis into the leaf's shape, and cast each piece to the dtype (and
+    weak type) of ``example``, or of the leaf itself when ``example`` is None.
+
+    ``jacfwd`` uses ``axis=-1`` (input structure, pieces ``out.shape + in.shape``);
+    ``jacrev`` uses ``axis=0`` (output structure, pieces ``out.shape + in.shape``).
+    """
+    leaves, treedef = tree_flatten(pytree)
+    shape = core.get_aval(arr).shape
+    axis %= len(shape)
+    parts, start = [], 0
+    for leaf in leaves:
+        la = core.get_aval(leaf)
+        part = arr
+        if la.size != shape[axis]:
+            part = lax.slice_in_dim(arr, start, start + la.size, axis=axis)
+        start += la.size
+        part = lax.reshape(part, shape[:axis] + la.shape + shape[axis + 1:])
+        ea = core.get_aval(leaf if example is None else example)
+        pa = core.get_aval(part)
+        if pa.dtype != ea.dtype and pa.dtype != dtypes.float0:
+            if dtypes.issubdtype(pa.dtype, np.complexfloating) and not dtypes.issubdtype(
+                    ea.dtype, np.complexfloating):
+                part = lax.real(part)
+            part = lax.convert_element_type(part, ea.dtype, ea.weak_type)
+        elif pa.dtype == ea.dtype and pa.weak_type != ea.weak_type:
+            part = lax.convert_element_type(part, ea.dtype, ea.weak_type)
+        parts.append(part)
+    return tree_unflatten(treedef, parts)
+
+
+def _with_aux(f, has_aux):
+    """``f`` returning ``(out, aux)`` (``aux`` is ``()`` without has_aux)."""
+    def f_aux(*args):
+        out = f(*args)
+        if not has_aux:
+            return out, ()
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"{fun_name(f)} was called with has_aux=True, so it must return a "
+                            f"pair (output, aux), got {type(out).__name__}")
+        return out
+    return f_aux
+
+
+def _dyn_args(name, fun, args, kwargs, argnums):
+    nums = _argnums_split(name, args, argnums)
+    dyn = tuple(args[i] for i in nums)
+    return _partial_in(lambda *a: fun(*a, **kwargs), args, nums), dyn
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian by forward mode: one JVP per input element (``out.shape + in.shape``)."""
-    from functrax import numpy as fnp
+    """Jacobian of ``fun`` by forward mode: ``vmap`` of a JVP over the standard basis.
 
-    def jac_f(*args):
-        nums = _argnums_split("jacfwd", args, argnums)
-        dyn = [args[i] for i in nums]
-        f = _partial_in(fun, args, nums)
-        res = linearize(f, *dyn, has_aux=has_aux)
-        out, f_jvp = res[0], res[1]
-        leaves, in_tree = tree_flatten(tuple(dyn))
-        out_leaves, out_tree = tree_flatten(out)
-        jac_per_in = []
-        for k, leaf in enumerate(leaves):
-            aval = core.get_aval(leaf)
-            basis = _std_basis(tangent_aval(aval))
-            cols = []
-            for b in basis:
-                ts = [b if j == k else fnp.zeros_like(lv) for j, lv in enumerate(leaves)]
-                cols.append(tree_flatten(f_jvp(*tree_unflatten(in_tree, ts)))[0])
-            per_out = []
-            for o_idx, o in enumerate(out_leaves):
-                col = fnp.stack([c[o_idx] for c in cols], axis=-1) if cols else None
-                per_out.append(fnp.reshape(col, core.get_aval(o).shape + aval.shape))
-            jac_per_in.append(per_out)
-        jac = _assemble(jac_per_in, in_tree, out_tree, argnums)
-        return (jac, res[2]) if has_aux else jac
-    return jac_f
+    Args:
+      fun: function of arrays (pytrees allowed).
+      argnums: int or tuple of ints: the positional argument(s) to differentiate.
+      has_aux: ``fun`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
+      holomorphic: ``fun`` is holomorphic (inputs and outputs must be complex).
+
+    Returns:
+      A function returning the Jacobian: for each output leaf (outer structure) and input
+      leaf (inner structure: the argument's, or a tuple of them for tuple ``argnums``) an
+      array of shape ``out.shape + in.shape``.
+
+    Raises:
+      TypeError: for non-float inputs (complex needs ``holomorphic=True``).
+
+    >>> import functrax.numpy as fnp
+    >>> jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+    """
+    from functrax.transforms.vmap import vmap
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        f, dyn = _dyn_args("jacfwd", fun, args, kwargs, argnums)
+        tree_map(lambda x: _check_jac_dtype("jacfwd", "input", holomorphic, False, x), dyn)
+
+        # aux travels as a primal output of ``_with_aux(f)`` (never as a JVP tracer)
+        def pushfwd(tangents):
+            (y, aux), (t, _) = jvp(_with_aux(f, has_aux), dyn, tangents)
+            return y, t, aux
+        res = vmap(pushfwd, out_axes=(None, -1, None))(_std_basis(dyn))
+        y, jac = res[0], res[1]
+        tree_map(lambda x: _check_jac_dtype("jacfwd", "output", holomorphic, False, x), y)
+        example = dyn[0] if isinstance(argnums, int) else dyn
+        jac_tree = tree_map(lambda y_leaf, j: _assemble(example, -1, y_leaf, j), y, jac)
+        return (jac_tree, res[2]) if has_aux else jac_tree
+    return jacfun
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Jacobian by reverse mode: one VJP per output element (``out.shape + in.shape``)."""
-    from functrax import numpy as fnp
+    """Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the standard basis of
+    the output.
 
-    def jac_f(*args):
-        nums = _argnums_split("jacrev", args, argnums)
-        dyn = [args[i] for i in nums]
-        f = _partial_in(fun, args, nums)
-        res = vjp(f, *dyn, has_aux=has_aux)
-        out, f_vjp = res[0], res[1]
-        out_leaves, out_tree = tree_flatten(out)
-        in_leaves, in_tree = tree_flatten(tuple(dyn))
-        rows_per_out = []
-        for o_idx, o in enumerate(out_leaves):
-            aval = core.get_aval(o)
-            rows = []
-            for b in _std_basis(aval):
-                cts = [b if j == o_idx else fnp.zeros_like(ol) for j, ol in enumerate(out_leaves)]
-                rows.append(tree_flatten(f_vjp(tree_unflatten(out_tree, cts)))[0])
-            per_in = []
-            for i_idx, leaf in enumerate(in_leaves):
-                row = fnp.stack([r[i_idx] for r in rows])
-                per_in.append(fnp.reshape(row, aval.shape + core.get_aval(leaf).shape))
-            rows_per_out.append(per_in)
-        jac_per_in = [[rows_per_out[o][i] for o in range(len(out_leaves))]
-                      for i in range(len(in_leaves))]
-        jac = _assemble(jac_per_in, in_tree, out_tree, argnums)
-        return (jac, res[2]) if has_aux else jac
-    return jac_f
+    Args:
+      fun: function of arrays (pytrees allowed).
+      argnums: int or tuple of ints: the positional argument(s) to differentiate.
+      has_aux: ``fun`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
+      holomorphic: ``fun`` is holomorphic (inputs and outputs must be complex).
+      allow_int: allow integer inputs (their Jacobian has dtype float0).
 
+    Returns:
+      A function returning the Jacobian, laid out as for :func:`jacfwd`
+      (``out.shape + in.shape`` per output/input leaf pair).
 
-def _assemble(jac_per_in, in_tree, out_tree, argnums):
-    """Nest as JAX does: output structure outside, input structure inside."""
-    n_out = out_tree.num_leaves
-    per_out = []
-    for o in range(n_out):
-        inner = tree_unflatten(in_tree, [jac_per_in[i][o] for i in range(len(jac_per_in))])
-        per_out.append(inner[0] if isinstance(argnums, int) else inner)
-    return tree_unflatten(out_tree, per_out)
+    Raises:
+      TypeError: for integer inputs (unless ``allow_int``) and non-float outputs.
+
+    >>> import functrax.numpy as fnp
+    >>> jacrev(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+    """
+    from functrax.transforms.vmap import vmap
+    from functrax.tree_util import tree_structure, tree_transpose
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        f, dyn = _dyn_args("jacrev", fun, args, kwargs, argnums)
+        tree_map(lambda x: _check_jac_dtype("jacrev", "input", holomorphic, allow_int, x), dyn)
+        # aux travels as a primal output of ``_with_aux(f)``, with zero cotangents
+        (y, aux), pair_pullback = vjp(_with_aux(f, has_aux), *dyn)
+        tree_map(lambda x: _check_jac_dtype("jacrev", "output", holomorphic, allow_int, x), y)
+        aux_zeros = tree_map(lambda a: instantiate(Zero.from_value(a)), aux)
+        jac = vmap(lambda ct: pair_pullback((ct, aux_zeros)))(_std_basis(y))
+        jac = jac[0] if isinstance(argnums, int) else jac
+        example = dyn[0] if isinstance(argnums, int) else dyn
+        jac_tree = tree_map(lambda x_leaf, j: _assemble(y, 0, x_leaf, j), example, jac)
+        jac_tree = tree_transpose(tree_structure(example), tree_structure(y), jac_tree)
+        return (jac_tree, aux) if has_aux else jac_tree
+    return jacfun
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Second derivatives: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    """Second derivatives as a dense array: ``jacfwd(jacrev(fun))``.
+
+    For an input of shape ``s`` and a scalar output the result has shape ``s + s``; with
+    pytrees, each output leaf holds the input structure nested twice.
+
+    >>> import functrax.numpy as fnp
+    >>> hessian(lambda x: x[0] ** 3 - 2 * x[0] * x[1])(fnp.array([1.0, 2.0]))
+    Array([[ 6., -2.],
+           [-2.,  0.]], dtype=float32)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+                  argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
 def linear_transpose(fun, *primals):

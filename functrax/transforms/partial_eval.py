@@ -8,7 +8,14 @@ become the staged jaxpr's constvars (the residuals).
 from __future__ import annotations
 
 from functrax import core
+from functrax.passes.dce import dce_jaxpr
 from functrax.tracing import DynamicJaxprTrace, DynamicJaxprTracer
+
+
+# primitive -> rule(trace, args, params) for equations with some unknown inputs; without a
+# rule the whole equation is staged (right for first-order primitives; call-like ones split
+# their jaxpr into a known and an unknown part instead)
+partial_eval_rules: dict = {}
 
 
 class PartialEvalTrace(DynamicJaxprTrace):
@@ -22,38 +29,22 @@ class PartialEvalTrace(DynamicJaxprTrace):
     def process_primitive(self, prim, args, params):
         for x in args:
             if self.is_unknown(x):
-                return super().process_primitive(prim, args, params)
+                rule = partial_eval_rules.get(prim)
+                if rule is not None:
+                    return rule(self, args, params)
+                return self.stage(prim, args, params)
         with core.set_current_trace(self.parent):
             return prim.bind(*args, **params)
+
+    def stage(self, prim, args, params):
+        """Record the equation (known arguments become residual constvars)."""
+        return DynamicJaxprTrace.process_primitive(self, prim, args, params)
 
     def describe(self):
         return "PartialEvalTrace (linearization)"
 
 
-# --- jaxpr-level partial evaluation and dead-code elimination ---
-
-
-def dce_jaxpr(jaxpr: core.Jaxpr, used_outputs=None) -> tuple[core.Jaxpr, list]:
-    """Drop equations whose outputs are unused (and outputs not in ``used_outputs``).
-
-    Returns (new jaxpr, which invars are used).
-    """
-    from functrax.core import Jaxpr, Literal
-    used_outputs = [True] * len(jaxpr.outvars) if used_outputs is None else used_outputs
-    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    live = {v for v in outvars if type(v) is not Literal}
-    eqns = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or _has_effect(eqn):
-            eqns.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is not Literal)
-    eqns.reverse()
-    used_in = [v in live for v in jaxpr.invars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), used_in
-
-
-def _has_effect(eqn) -> bool:
-    return False
+# --- jaxpr-level partial evaluation ---
 
 
 def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):

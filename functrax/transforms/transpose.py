@@ -51,7 +51,15 @@ def backward_pass(jaxpr: core.Jaxpr, consts, cts_out) -> list:
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         write_ct(v, ct)
+    # non-linear equations (reading only residuals) are evaluated forward first
+    for eqn in jaxpr.eqns:
+        if not any(v in linear for v in eqn.outvars):
+            invals = [v.val if type(v) is Literal else env[v] for v in eqn.invars]
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
     for eqn in reversed(jaxpr.eqns):
+        if not any(v in linear for v in eqn.outvars):
+            continue
         cts = [ct_env.pop(v, None) for v in eqn.outvars]
         if all(ct is None for ct in cts):
             continue

@@ -1,0 +1,424 @@
+"""``jit``: stage a function to a jaxpr once per argument signature, optimize it, compile it
+for the numpy backend, and cache the result.
+
+``jit`` is also a call primitive (``jit[name=f jaxpr={...}]``) with a rule in every table
+(see ``jit_rules.py``), so it composes with every transformation in either order.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import warnings
+
+import numpy as np
+
+from functrax import core, dtypes
+from functrax.config import config
+from functrax.core import Array, ClosedJaxpr, ShapedArray
+from functrax.lowering.executor import compile_jaxpr
+from functrax.passes.pipeline import optimize
+from functrax.tracing import (
+    ShapeDtypeStruct, arg_names, fun_name, fun_source, trace_to_jaxpr, DebugInfo,
+)
+from functrax.tree_util import tree_flatten, tree_unflatten
+
+logger = logging.getLogger("functrax")
+
+config.define("jit_recompile_warn_threshold", 8,
+              "Warn (once per function) when a jitted function compiles more than this often.")
+config.define("disable_jit", False, "Run jitted functions eagerly (for debugging).")
+
+
+class RecompileWarning(UserWarning):
+    """A jitted function keeps recompiling; the message says what changed."""
+
+
+class _Deleted:
+    """Stands for the buffer of a donated (consumed) Array."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def _raise(self, *_, **__):
+        raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}: it was "
+                           "donated to a jitted function (donate_argnums) and its buffer may "
+                           "have been reused. Use the function's outputs instead.")
+
+    __array__ = __getattr__ = __len__ = __iter__ = _raise
+
+
+class _Entry:
+    """One cache entry: the traced jaxpr and, once compiled, its executable."""
+
+    __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
+                 "trace_time", "optimized")
+
+    def __init__(self, closed, out_tree, key, trace_time):
+        self.closed = closed
+        self.out_tree = out_tree
+        self.key = key
+        self.trace_time = trace_time
+        self.consts_are_tracers = any(isinstance(c, core.Tracer) for c in closed.consts)
+        self.exe = None
+        self.optimized = None
+        self.out_avals = closed.out_avals
+
+    def executable(self):
+        if self.exe is None:
+            self.optimized = optimize(self.closed)
+            self.exe = compile_jaxpr(self.optimized)
+        return self.exe
+
+
+def _leaf_aval(x, name):
+    if type(x) is Array:
+        return x.aval
+    if isinstance(x, core.Tracer):
+        return x.aval
+    if isinstance(x, ShapeDtypeStruct) or (hasattr(x, "shape") and hasattr(x, "dtype")
+                                           and not isinstance(x, (np.ndarray, np.generic))):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
+                           getattr(x, "weak_type", False))
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        raise TypeError(
+            f"Error interpreting argument to {name[0]} as an abstract array. The problematic "
+            f"value is of type {type(x)} and was passed to the function at path {name[1]}.\n"
+            "This typically means that a jit-wrapped function was called with a non-array "
+            "argument, and this argument was not marked as static using the static_argnums "
+            "or static_argnames parameters of functrax.jit.") from None
+
+
+def _check_hashable(v, what):
+    try:
+        hash(v)
+    except TypeError as e:
+        raise ValueError(f"Non-hashable static arguments are not supported. An error occurred "
+                         f"while trying to hash an object of type {type(v)}, {v!r} ({what}). "
+                         f"The error was:\nTypeError: {e}") from None
+
+
+class JitFunction:
+    """A jit-compiled function (see :func:`jit`)."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=(), backend=None, device=None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._name = fun_name(fun)
+        self.static_argnums, self.static_argnames = _infer_statics(
+            fun, static_argnums, static_argnames)
+        self.donate_argnums, _ = _infer_statics(fun, donate_argnums, donate_argnames)
+        self.backend = backend
+        self.device = device
+        self._cache = {}
+        self._compiles = 0
+        self._last_key = None
+        self._warned = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    # --- signature and cache ---
+
+    def _split(self, args, kwargs):
+        statics, dyn = [], []
+        n = len(args)
+        static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
+        for i, a in enumerate(args):
+            if i in static_pos:
+                _check_hashable(a, f"static argument {i}")
+                statics.append((i, a))
+            else:
+                dyn.append(a)
+        dyn_kw = {}
+        for k in sorted(kwargs):
+            if k in self.static_argnames:
+                _check_hashable(kwargs[k], f"static argument {k!r}")
+                statics.append((k, kwargs[k]))
+            else:
+                dyn_kw[k] = kwargs[k]
+        return tuple(statics), dyn, dyn_kw, static_pos
+
+    def _signature(self, args, kwargs):
+        statics, dyn, dyn_kw, static_pos = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn, dyn_kw))
+        avals = tuple(_leaf_aval(x, (self._name, f"args[{i}]")) for i, x in enumerate(leaves))
+        return (in_tree, avals, statics), leaves, static_pos
+
+    def _entry(self, args, kwargs):
+        key, leaves, static_pos = self._signature(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(key, args, kwargs, static_pos)
+        return entry, leaves
+
+    def _trace(self, key, args, kwargs, static_pos):
+        in_tree, avals, statics = key
+        t0 = time.perf_counter()
+        info = DebugInfo(self._name, fun_source(self.fun),
+                         arg_names(self.fun, args, kwargs, tuple(static_pos)), "jit")
+        out_tree_box = []
+        static_kw = {k: v for k, v in statics if isinstance(k, str)}
+
+        def flat_fun(*tracers):
+            dyn, dyn_kw = tree_unflatten(in_tree, list(tracers))
+            it = iter(dyn)
+            full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
+            out = self.fun(*full, **dyn_kw, **static_kw)
+            out_leaves, out_tree = tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        closed = trace_to_jaxpr(flat_fun, list(avals), info)
+        entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0)
+        if not entry.consts_are_tracers:  # closures over outer tracers are traced per call
+            self._cache[key] = entry
+            self._account(key, entry, info)
+        return entry
+
+    def _account(self, key, entry, info):
+        self._compiles += 1
+        reason = (_explain(self._last_key, key, info, _pos_names(self.fun))
+                  if self._last_key else "first call")
+        self._last_key = key
+        if config.log_compiles:
+            logger.warning("Compiling %s for jit (reason: %s); tracing took %.4f s",
+                           self._name, reason, entry.trace_time)
+        if self._compiles > config.jit_recompile_warn_threshold and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"functrax.jit: '{self._name}' has been compiled {self._compiles} times; the "
+                f"last recompilation was caused by: {reason}. Each new shape, dtype or static "
+                "argument value compiles again: pad to fixed shapes, or pass changing Python "
+                "values as arrays instead of static arguments.", RecompileWarning, stacklevel=4)
+
+    def _cache_size(self):
+        return len(self._cache)
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    # --- calling ---
+
+    def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
+        entry, leaves = self._entry(args, kwargs)
+        if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
+            outs = self._run(entry, leaves)
+        else:
+            outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=_closure_free(entry),
+                              name=self._name)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _run(self, entry, leaves):
+        exe = entry.executable()
+        vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
+        outs = exe(*vals)
+        if self.donate_argnums:
+            self._consume_donated(entry, leaves)
+        return [Array._make(v, a) for v, a in zip(outs, entry.out_avals)]
+
+    def _consume_donated(self, entry, leaves):
+        in_tree = entry.key[0]
+        dyn, _ = tree_unflatten(in_tree, list(range(len(leaves))))
+        donated = set()
+        for i in self.donate_argnums:
+            if i < len(dyn):
+                donated.update(tree_flatten(dyn[i])[0])
+        for i in donated:
+            x = leaves[i]
+            if type(x) is Array:
+                x._value = _Deleted(x.aval)
+
+    # --- ahead-of-time inspection ---
+
+    def trace(self, *args, **kwargs):
+        """Trace without compiling; returns a :class:`Traced` (``.jaxpr``, ``.out_info``)."""
+        entry, _ = self._entry(args, kwargs)
+        return Traced(self, entry)
+
+    def lower(self, *args, **kwargs):
+        """Trace and optimize; returns a :class:`Lowered` (``.as_text()``, ``.compile()``)."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs):
+        return self.trace(*args, **kwargs).out_info
+
+    def __repr__(self):
+        return f"<functrax.jit of {self._name}>"
+
+
+def _to_np(x):
+    if isinstance(x, (np.ndarray, np.generic)) or type(x) in (bool, int, float, complex):
+        return np.asarray(x, core.get_aval(x).dtype)
+    raise TypeError(f"cannot run a compiled function on {type(x).__name__} (a "
+                    "ShapeDtypeStruct has no data: use .lower() / .compile() only)")
+
+
+def _closure_free(entry):
+    """The entry's jaxpr with its consts turned into leading inputs (bound explicitly)."""
+    c = entry.closed
+    if not c.consts:
+        return c
+    j = c.jaxpr
+    return ClosedJaxpr(core.Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns, j.debug_info),
+                       [])
+
+
+def _pos_names(fun):
+    try:
+        return [p.name for p in inspect.signature(fun).parameters.values()]
+    except (TypeError, ValueError):
+        return []
+
+
+def _infer_statics(fun, nums, names):
+    nums = (nums,) if isinstance(nums, int) else tuple(nums)
+    names = (names,) if isinstance(names, str) else tuple(names)
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if nums and not names:
+        names = tuple(pos[i] for i in nums if -len(pos) <= i < len(pos))
+    elif names and not nums:
+        nums = tuple(pos.index(n) for n in names if n in pos)
+    return nums, names
+
+
+def _explain(old, new, info, pos_names=()) -> str:
+    """What changed between two cache keys, for the recompile warning and log."""
+    (t0, a0, s0), (t1, a1, s1) = old, new
+    if t0 != t1:
+        return f"the argument structure changed: {t0} -> {t1}"
+    names = list(info.arg_names) + [f"args[{i}]" for i in range(len(a1))]
+    diffs = [f"argument '{names[i]}': {x.str_short()} -> {y.str_short()}"
+             + (" (weak type)" if x.weak_type != y.weak_type else "")
+             for i, (x, y) in enumerate(zip(a0, a1)) if x != y]
+    d0, d1 = dict(s0), dict(s1)
+    for k in d1:
+        if k not in d0 or d0[k] != d1[k]:
+            label = pos_names[k] if isinstance(k, int) and k < len(pos_names) else k
+            diffs.append(f"static argument {label!r}: {d0.get(k)!r} -> {d1[k]!r}")
+    return "; ".join(diffs) or "unknown"
+
+
+class Traced:
+    """The result of ``jit(f).trace(*args)``."""
+
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+        self.jaxpr = entry.closed
+        self.out_info = tree_unflatten(entry.out_tree, [
+            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in entry.out_avals])
+
+    def lower(self):
+        return Lowered(self._jitted, self._entry)
+
+
+class Lowered:
+    """The optimized program (``.as_text()``); ``.compile()`` makes it executable."""
+
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+        self.jaxpr = optimize(entry.closed) if entry.optimized is None else entry.optimized
+
+    def as_text(self):
+        return str(self.jaxpr)
+
+    def compile(self):
+        self._entry.executable()
+        return Compiled(self._jitted, self._entry)
+
+
+class Compiled:
+    """A compiled program: callable with the same arguments, ``.cost_analysis()``."""
+
+    def __init__(self, jitted, entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    def as_text(self):
+        return str(self._entry.optimized)
+
+    def cost_analysis(self):
+        from functrax.lowering.cost import cost_analysis
+        return cost_analysis(self._entry.optimized)
+
+    def __call__(self, *args, **kwargs):
+        key, leaves, _ = self._jitted._signature(args, kwargs)
+        if key != self._entry.key:
+            raise TypeError(f"the compiled function for {self._jitted._name} was called with "
+                            "arguments of a different structure, shape or dtype than it was "
+                            "compiled for")
+        return tree_unflatten(self._entry.out_tree, self._jitted._run(self._entry, leaves))
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=(), backend=None, device=None):
+    """Compile ``fun``: trace it once per argument signature, optimize, cache, execute fast.
+
+    Args:
+      fun: the function (or use ``@jit`` / ``@partial(jit, static_argnums=...)``).
+      static_argnums / static_argnames: arguments that are hashable Python values; each
+        new value compiles again. Given one, the other is inferred from the signature.
+      donate_argnums / donate_argnames: arguments whose buffers the call may reuse; they
+        cannot be used afterwards.
+      backend, device: where to run (numpy on CPU by default).
+
+    >>> import functrax.numpy as fnp
+    >>> f = jit(lambda x: fnp.sin(x) * 2)
+    >>> f(fnp.zeros(2))
+    Array([0., 0.], dtype=float32)
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, backend=backend, device=device)
+    if not callable(fun):
+        raise TypeError(f"jit: expected a function as its first argument, got {fun!r} of type "
+                        f"{type(fun).__name__}")
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                       backend, device)
+
+
+# --- the primitive ---
+
+from functrax.primitives._util import new_primitive  # noqa: E402
+
+jit_p = new_primitive("jit", multiple_results=True)
+jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+
+
+class disable_jit:
+    """Context manager running jitted functions eagerly (for debugging with prints).
+
+    >>> with disable_jit():
+    ...     pass
+    """
+
+    def __init__(self, disable: bool = True):
+        self.disable = disable
+
+    def __enter__(self):
+        self._prev = config.disable_jit
+        config.update("disable_jit", self.disable)
+
+    def __exit__(self, *exc):
+        config.update("disable_jit", self._prev)
+
+
+def block_until_ready(x):
+    """Wait until every array in pytree ``x`` is computed (immediate on the numpy backend)."""
+    for leaf in tree_flatten(x)[0]:
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x

@@ -1,0 +1,128 @@
+"""The ``jit`` call primitive's entry in every table: numpy backend, printing, inlining, jvp,
+partial evaluation, transposition and vmap. Each transforms the inner jaxpr and binds
+``jit`` again, so ``grad(jit(f))``, ``jit(grad(f))``, ``vmap(jit(f))``, ... all stay jitted."""
+from __future__ import annotations
+
+import weakref
+
+from functrax import core
+from functrax import pretty_printer as pp
+from functrax.core import ClosedJaxpr, Jaxpr
+from functrax.jaxpr_printer import PPContext, pp_jaxpr_doc
+from functrax.lowering.executor import compile_jaxpr
+from functrax.lowering.numpy_backend import numpy_rules
+from functrax.jaxpr_printer import pp_param_rules
+from functrax.passes.inline import inlinable
+from functrax.passes.pipeline import optimize
+from functrax.transforms.ad import jvp_jaxpr
+from functrax.transforms.batching import batch_jaxpr, vmap_rules
+from functrax.transforms.call_util import trace_subjaxpr
+from functrax.transforms.jit import jit_p
+from functrax.transforms.jvp import Zero, instantiate, jvp_rules
+from functrax.transforms.partial_eval import partial_eval_jaxpr, partial_eval_rules
+from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
+
+inlinable[jit_p] = "jaxpr"
+
+# --- numpy backend: compile the inner jaxpr once per jaxpr object ---
+_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _jit_numpy(*args, jaxpr, name):
+    exe = _compiled.get(jaxpr)
+    if exe is None:
+        exe = _compiled[jaxpr] = compile_jaxpr(optimize(jaxpr))
+    return exe(*args)
+
+
+numpy_rules[jit_p] = _jit_numpy
+
+
+# --- printing: JAX prints the inner jaxpr with its own variable names ---
+def _jit_pp(eqn, ctx):
+    inner = pp_jaxpr_doc(eqn.params["jaxpr"].jaxpr, PPContext())
+    items = [pp.text(f"name={eqn.params['name']}"), pp.text("jaxpr=") + inner]
+    return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), items)]))
+                    + pp.brk("") + pp.text("]"))
+
+
+pp_param_rules[jit_p] = _jit_pp
+
+
+def _no_consts(closed: ClosedJaxpr):
+    """(jaxpr without constvars, consts to pass as leading operands)."""
+    j = closed.jaxpr
+    if not j.constvars:
+        return closed, []
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns, j.debug_info),
+                       []), list(closed.consts)
+
+
+# --- jvp ---
+def _jit_jvp(primals, tangents, *, jaxpr, name):
+    nonzero = [type(t) is not Zero for t in tangents]
+    jvp_closed, consts = _no_consts(jvp_jaxpr(jaxpr, nonzero))
+    nz_t = [t for t in tangents if type(t) is not Zero]
+    outs = jit_p.bind(*consts, *primals, *nz_t, jaxpr=jvp_closed, name=f"jvp({name})")
+    n = len(jaxpr.out_avals)
+    return outs[:n], outs[n:]
+
+
+jvp_rules[jit_p] = _jit_jvp
+
+
+# --- partial evaluation: split into a known and an unknown jit ---
+def _jit_partial_eval(trace, args, params):
+    jaxpr, name = params["jaxpr"], params["name"]
+    closed, consts = _no_consts(jaxpr)
+    args = consts + list(args)
+    unknowns = [trace.is_unknown(x) for x in args]
+    jk, ju, out_unk, num_res = partial_eval_jaxpr(closed.jaxpr, unknowns)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    with core.set_current_trace(trace.parent):
+        known = jit_p.bind(*known_args, jaxpr=ClosedJaxpr(jk, []), name=name)
+    n_known = len(known) - num_res
+    k_outs, res = known[:n_known], known[n_known:]
+    unknown_args = [x for x, u in zip(args, unknowns) if u]
+    u_outs = trace.stage(jit_p, list(res) + unknown_args,
+                         dict(jaxpr=ClosedJaxpr(ju, []), name=name)) if any(out_unk) else []
+    k_it, u_it = iter(k_outs), iter(u_outs)
+    return [next(u_it) if u else next(k_it) for u in out_unk]
+
+
+partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+# --- transpose: the backward pass of the inner (linear) jaxpr, itself jitted ---
+def _jit_transpose(cts, *args, jaxpr, name):
+    closed, consts = _no_consts(jaxpr)
+    args = consts + list(args)
+    lin = [is_undefined(a) for a in args]
+    j = closed.jaxpr
+    # residual inputs become constvars: backward_pass wants a jaxpr linear in its invars
+    lin_jaxpr = Jaxpr([v for v, u in zip(j.invars, lin) if not u],
+                      [v for v, u in zip(j.invars, lin) if u], j.outvars, j.eqns)
+    res = [a for a, u in zip(args, lin) if not u]
+    cts = [instantiate(c) if type(c) is Zero else c for c in cts]
+
+    def bwd(res, cts):
+        return [instantiate(c) for c in backward_pass(lin_jaxpr, res, cts)]
+
+    t_closed, t_consts, flat, _, _ = trace_subjaxpr(bwd, (res, cts))
+    outs = iter(jit_p.bind(*t_consts, *flat, jaxpr=t_closed, name=f"transpose({name})"))
+    cts_in = [next(outs) if u else None for u in lin]
+    return cts_in[len(consts):]
+
+
+transpose_rules[jit_p] = _jit_transpose
+
+
+# --- vmap ---
+def _jit_vmap(axis, vals, dims, *, jaxpr, name):
+    batched, out_dims = batch_jaxpr(jaxpr, axis, dims)
+    closed, consts = _no_consts(batched)
+    outs = jit_p.bind(*consts, *vals, jaxpr=closed, name=name)
+    return outs, out_dims
+
+
+vmap_rules[jit_p] = _jit_vmap

@@ -9,6 +9,7 @@ import statistics
 
 import numpy as np
 
+import functrax
 from functrax import dtypes, lax
 from functrax import primitives as P
 from tests.opspec.spec import BOOL, F32, I8, I32, U8, OpSpec, distinct, nonzero, positive, uniform
@@ -268,6 +269,8 @@ UNARY = [
           primitives=("copy",)),
     _spec("stop_gradient", lax.stop_gradient, lambda x: x, shapes=UN, dtypes=(F32, I32),
           primitives=("stop_gradient",)),
+    _spec("jit_call", lambda x: _jitted_sin_sum(x), lambda x: np.sin(x) + np.sum(x),
+          shapes=UN, dtypes=(F32,), primitives=("jit",)),
 ]
 
 ROUND_VALUES = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -0.49999997, 0.7, -1.2, 3.0, 0.0]
@@ -576,6 +579,11 @@ CONTRACTION = [
     _spec("dot", lax.dot, lambda a, b: np.dot(a, b), shapes=(((2, 3), (3,)), ((3,), (3, 2))),
           primitives=("dot_general",)),
 ]
+
+_jitted_sin_sum = functrax.jit(lambda x: lax.add(lax.sin(x), lax.reduce_sum(x, (0,)))
+                               if x.ndim == 1 else lax.add(lax.sin(x), lax.reduce_sum(
+                                   x, tuple(range(x.ndim)))))
+
 
 SPECS = (UNARY + ROUNDING + BINARY + PARAMETRIC + CONVERT + REDUCTIONS + CUMULATIVE + SORT
          + SHAPE + INDEXING + CONTRACTION)

@@ -168,7 +168,9 @@ def _reducer(fn):
 
 
 def _reduce_sum(x, axis):
-    return np.any(x, axis=axis) if x.dtype == np.bool_ else np.sum(x, axis=axis, dtype=x.dtype)
+    if x.dtype == np.bool_:
+        return np.logical_or.reduce(x, axis=axis)
+    return np.add.reduce(x, axis=axis, dtype=x.dtype)
 
 
 def _reduce_prod(x, axis):

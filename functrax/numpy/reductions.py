@@ -188,6 +188,19 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, reducer, bool_red
     return lax.convert_element_type(r, result_dtype)
 
 
+def _fast_axes(aval, axis):
+    """Axes for a plain float reduction with an int/None axis, else None (general path)."""
+    dt = aval.dtype
+    if not ((dt.kind == "f" and dt.itemsize >= 4) or dt.kind == "c"):
+        return None
+    nd = len(aval.shape)
+    if axis is None:
+        return tuple(range(nd))
+    if type(axis) is int and -nd <= axis < nd:
+        return (axis % nd,)
+    return None
+
+
 def _cast_to_numeric(a):
     return promote_dtypes_numeric(a)[0]
 
@@ -209,6 +222,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     >>> fnp.sum(fnp.array([True, True, False]))
     Array(2, dtype=int32)
     """
+    if (dtype is None and out is None and not keepdims and initial is None and where is None
+            and (type(a) is core.Array or isinstance(a, core.Tracer))):
+        axes = _fast_axes(a.aval, axis)  # the common case, without the general machinery
+        if axes is not None:
+            return lax.reduce_sum(a, axes)
     _no_out("sum", out)
     return _reduce("sum", a, axis, dtype, keepdims, initial, where, reducer=lax.reduce_sum,
                    bool_reducer=(lax.reduce_or, lax.bitwise_or), combine=lax.add, identity=0,

@@ -5,6 +5,7 @@ data flows through ``functrax.lax`` (slices, reversals, concatenations, broadcas
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -39,6 +40,10 @@ def _static(x, fun_name, argname):
 
 def _index_tuple(x, fun_name, argname):
     """A static int or sequence of ints as a tuple of Python ints."""
+    if type(x) is int:
+        return (x,)
+    if type(x) is tuple and all(type(i) is int for i in x):
+        return x
     x = _static(x, fun_name, argname)
     seq = list(np.asarray(x).ravel()) if isinstance(x, (list, np.ndarray, core.Array)) else [x]
     try:
@@ -81,14 +86,14 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if any(d < -1 for d in shape):
         raise ValueError(f"reshape: negative dimensions are not allowed, got {shape}")
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1]))
+        known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
             raise TypeError(f"reshape: cannot reshape array of shape {_aval(a).shape} (size "
                             f"{size}) into shape {shape}")
         shape = tuple(size // known if d == -1 else d for d in shape)
-    if int(np.prod(shape)) != size:
+    if math.prod(shape) != size:
         raise TypeError(f"reshape: cannot reshape array of shape {_aval(a).shape} (size {size}) "
-                        f"into shape {shape} (size {int(np.prod(shape))})")
+                        f"into shape {shape} (size {math.prod(shape)})")
     return lax.reshape(a, shape)
 
 

@@ -541,7 +541,12 @@ def pmean(x, axis_name, *, axis_index_groups=None):
         shape = core.get_aval(v).shape
         n = size * _math.prod(shape[_coll_axis("pmean", "positional axis", a, nd)]
                               for a in set(pos))
-        out.append(s / n)
+        if type(s) in (int, float, complex):
+            out.append(s / n)
+        elif dtypes.is_inexact(core.get_aval(s).dtype):
+            out.append(div(s, _operand(n, s)))  # JAX's ``v / n``: ``div v 4.0``
+        else:  # integer sums: true division promotes to the default float type
+            out.append(s / full((), float(n)))
     return _tree_unflatten(tree, out)
 
 

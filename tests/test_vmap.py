@@ -249,7 +249,7 @@ def test_error_axes_spec_leaves_must_be_int_or_none(which, bad):
            "leaves, but got True."),
     ({"a": 0}, "vmap in_axes must be an int, None, or a tuple of entries corresponding to "
                "the positional arguments passed to the function, but got {'a': 0}."),
-])
+], ids=["bool_leaf", "top_level_dict"])
 def test_error_in_axes_type_exact_jax_text(bad, want):
     with pytest.raises(TypeError) as e:
         vmap(lambda d: d, in_axes=bad)({"a": fnp.ones(2)})

@@ -191,7 +191,7 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, reducer, bool_red
 def _fast_axes(aval, axis):
     """Axes for a plain float reduction with an int/None axis, else None (general path)."""
     dt = aval.dtype
-    if not ((dt.kind == "f" and dt.itemsize >= 4) or dt.kind == "c"):
+    if aval.weak_type or not ((dt.kind == "f" and dt.itemsize >= 4) or dt.kind == "c"):
         return None
     nd = len(aval.shape)
     if axis is None:

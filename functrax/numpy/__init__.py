@@ -18,6 +18,7 @@ from functrax.numpy.reductions import all, any, max, min, sum  # noqa: F401,A004
 from functrax.numpy.shape_ops import *  # noqa: F401,F403
 from functrax.numpy.ufuncs import *  # noqa: F401,F403
 from functrax.numpy.ufuncs import abs, round  # noqa: F401,A004
+from functrax.numpy.selection import *  # noqa: F401,F403
 from functrax.numpy import array_methods as _array_methods  # noqa: F401,E402
 from functrax.numpy.dtype_helpers import *  # noqa: F401,F403,E402
 

@@ -12,7 +12,7 @@ import numpy as np
 from functrax import lax
 from functrax.core import Array, Tracer
 from functrax.errors import ConcretizationTypeError
-from functrax.numpy import shape_ops, ufuncs
+from functrax.numpy import selection, shape_ops, ufuncs
 from functrax.numpy._util import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axis,
     check_arraylike, promote_dtypes,
@@ -91,7 +91,7 @@ def _nonzero_traced(a, shape, size, fills):
     for n, f in zip(shape, fills):
         stride //= n
         i = lax.rem(lax.div(positions, np.int32(stride)), np.int32(n))
-        out.append(ufuncs.where(padding, f, i).astype(_IDX))
+        out.append(selection.where(padding, f, i).astype(_IDX))
     return tuple(out)
 
 
@@ -183,7 +183,7 @@ def select(condlist, choicelist, default=0):
         cond = asarray_operand(cond)
         if _aval(cond).dtype.kind != "b":
             cond = ufuncs.not_equal(cond, 0)
-        out = ufuncs.where(cond, choice, out)
+        out = selection.where(cond, choice, out)
     shape = broadcast_shapes_named("select", *[np.shape(x) if not isinstance(
         x, (Array, Tracer)) else _aval(x).shape for x in (*condlist, *choices, default)])
     return broadcast_to_shape(asarray_operand(out), shape)
@@ -329,7 +329,7 @@ def unravel_index(indices, shape):
     for i, s in reversed(list(enumerate(shape))):
         idx, out[i] = ufuncs.divmod(idx, s)
     oob_pos, oob_neg = ufuncs.greater(idx, 0), ufuncs.less(idx, -1)
-    return tuple(ufuncs.where(oob_pos, s - 1, ufuncs.where(oob_neg, 0, i))
+    return tuple(selection.where(oob_pos, s - 1, selection.where(oob_neg, 0, i))
                  for s, i in zip(shape, out))
 
 
@@ -357,7 +357,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             if np.any((v < 0) | (v >= d)):
                 raise ValueError("ravel_multi_index: invalid entry in coordinates array")
     elif mode == "clip":
-        arrs = [ufuncs.clip(i, 0, d - 1) for i, d in zip(arrs, dims)]
+        arrs = [selection.clip(i, 0, d - 1) for i, d in zip(arrs, dims)]
     elif mode == "wrap":
         arrs = [ufuncs.remainder(i, d) for i, d in zip(arrs, dims)]
     else:

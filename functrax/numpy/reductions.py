@@ -22,7 +22,7 @@ from functrax.numpy._util import (
     promote_dtypes_numeric, shape_of,
 )
 from functrax.numpy.ufuncs import _to_bool, isnan, logical_not, true_divide
-from functrax.numpy.ufuncs import where as _where
+from functrax.numpy.selection import where as _where
 
 __all__ = [
     "sum", "prod", "max", "min", "amax", "amin", "all", "any", "mean", "var", "std",

@@ -24,7 +24,7 @@ from functrax.numpy._util import (
 from functrax.numpy.reductions import _canonicalize_axis, _reduction_axes, any as _any, sum
 from functrax.numpy.shape_ops import concatenate, moveaxis, transpose
 from functrax.numpy.ufuncs import isnan, logical_not
-from functrax.numpy.ufuncs import where as _where
+from functrax.numpy.selection import where as _where
 
 __all__ = [
     "sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",

@@ -62,12 +62,56 @@ _UNARY = [
 _NARY = [
     "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
     "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt",
-    "le", "gt", "ge", "select_n", "clamp",
+    "le", "gt", "ge",
 ]
 for _name in _UNARY:
     defvectorized(P.primitive_registry[_name])
 for _name in _NARY:
     defbroadcasting(P.primitive_registry[_name])
+
+
+def _full(axis, v, d, per, full, bd, keep_scalar):
+    """``v`` (per-example shape ``per``: ``()`` or ``full``) with the batched shape of
+    ``full`` and its batch axis at ``bd``; an unbatched scalar stays one if ``keep_scalar``."""
+    if d is None:
+        if per == () and keep_scalar:
+            return v
+        if per == full:
+            return broadcast_batch(v, axis.size, bd)
+    elif per == full:
+        return moveaxis(v, d, bd)
+    shape = list(full)
+    shape.insert(bd, axis.size)
+    return lax.broadcast_in_dim(v, tuple(shape), () if d is None else (bd,))
+
+
+def _target_bdim(candidates):
+    """The batch axis of the first batched full-shape operand (no data movement), else 0."""
+    return next((d for d, full in candidates if d is not None and full), 0)
+
+
+def _select_n_rule(axis, vals, dims):
+    which, cases = vals[0], vals[1:]
+    full = _per_example_shape(cases[0], dims[1])
+    per = [_per_example_shape(v, d) for v, d in zip(vals, dims)]
+    bd = _target_bdim([(d, p == full) for d, p in zip(dims[1:], per[1:])]
+                      + [(dims[0], per[0] == full)])
+    cases = [_full(axis, v, d, p, full, bd, False) for v, d, p in zip(cases, dims[1:], per[1:])]
+    which = _full(axis, which, dims[0], per[0], full, bd, True)
+    return P.select_n_p.bind(which, *cases), bd
+
+
+def _clamp_rule(axis, vals, dims):
+    per = [_per_example_shape(v, d) for v, d in zip(vals, dims)]
+    full = per[1]
+    bd = _target_bdim([(dims[1], True), (dims[0], per[0] == full), (dims[2], per[2] == full)])
+    lo, x, hi = (_full(axis, v, d, p, full, bd, i != 1)
+                 for i, (v, d, p) in enumerate(zip(vals, dims, per)))
+    return P.clamp_p.bind(lo, x, hi), bd
+
+
+vmap_rules[P.select_n_p] = _select_n_rule
+vmap_rules[P.clamp_p] = _clamp_rule
 
 
 # --- reductions ---

@@ -19,10 +19,8 @@ from functrax.config import config
 from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.lowering.executor import compile_jaxpr
 from functrax.passes.pipeline import optimize
-from functrax.tracing import (
-    ShapeDtypeStruct, arg_names, fun_name, fun_source, trace_to_jaxpr, DebugInfo,
-)
-from functrax.tree_util import tree_flatten, tree_unflatten
+from functrax.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
+from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 logger = logging.getLogger("functrax")
 
@@ -46,7 +44,8 @@ class _Deleted:
                            "donated to a jitted function (donate_argnums) and its buffer may "
                            "have been reused. Use the function's outputs instead.")
 
-    __array__ = __getattr__ = __len__ = __iter__ = _raise
+    __array__ = __getattr__ = __len__ = __iter__ = __bool__ = __int__ = __float__ = _raise
+    __complex__ = __index__ = __str__ = __repr__ = __format__ = _raise
 
 
 class _Entry:
@@ -72,7 +71,7 @@ class _Entry:
         return self.exe
 
 
-def _leaf_aval(x, name):
+def _leaf_aval(x):
     if type(x) is Array:
         return x.aval
     if isinstance(x, core.Tracer):
@@ -81,15 +80,16 @@ def _leaf_aval(x, name):
                                            and not isinstance(x, (np.ndarray, np.generic))):
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
                            getattr(x, "weak_type", False))
-    try:
-        return core.get_aval(x)
-    except TypeError:
-        raise TypeError(
-            f"Error interpreting argument to {name[0]} as an abstract array. The problematic "
-            f"value is of type {type(x)} and was passed to the function at path {name[1]}.\n"
-            "This typically means that a jit-wrapped function was called with a non-array "
-            "argument, and this argument was not marked as static using the static_argnums "
-            "or static_argnames parameters of functrax.jit.") from None
+    return core.get_aval(x)
+
+
+def _not_array_error(fun_name, x, path):
+    return TypeError(
+        f"Error interpreting argument to {fun_name} as an abstract array. The problematic "
+        f"value is of type {type(x)} and was passed to the function at path {path}.\n"
+        "This typically means that a jit-wrapped function was called with a non-array "
+        "argument, and this argument was not marked as static using the static_argnums "
+        "or static_argnames parameters of functrax.jit.")
 
 
 def _check_hashable(v, what):
@@ -109,6 +109,7 @@ class JitFunction:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._name = fun_name(fun)
+        self._pos_names, self._varargs_name = _positional_names(fun)
         self.static_argnums, self.static_argnames = _infer_statics(
             fun, static_argnums, static_argnames)
         self.donate_argnums, _ = _infer_statics(fun, donate_argnums, donate_argnames)
@@ -146,8 +147,29 @@ class JitFunction:
     def _signature(self, args, kwargs):
         statics, dyn, dyn_kw, static_pos = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn, dyn_kw))
-        avals = tuple(_leaf_aval(x, (self._name, f"args[{i}]")) for i, x in enumerate(leaves))
+        try:
+            avals = tuple(map(_leaf_aval, leaves))
+        except TypeError:
+            names = self._leaf_names(len(args), static_pos, dyn, dyn_kw)
+            bad = next(i for i, x in enumerate(leaves) if not _is_arraylike(x))
+            raise _not_array_error(self._name, leaves[bad], names[bad]) from None
         return (in_tree, avals, statics), leaves, static_pos
+
+    def _leaf_names(self, nargs, static_pos, dyn, dyn_kw):
+        """One name per flat dynamic leaf, in leaf order: ``x``, ``params['w']``, ..."""
+        bases = [self._arg_name(i) for i in range(nargs) if i not in static_pos]
+        bases += sorted(dyn_kw)
+        names = []
+        for base, val in zip(bases, list(dyn) + [dyn_kw[k] for k in sorted(dyn_kw)]):
+            names += [base + keystr(p) for p, _ in tree_flatten_with_path(val)[0]]
+        return names
+
+    def _arg_name(self, i):
+        if i < len(self._pos_names):
+            return self._pos_names[i]
+        if self._varargs_name:
+            return f"{self._varargs_name}[{i - len(self._pos_names)}]"
+        return f"args[{i}]"
 
     def _entry(self, args, kwargs):
         key, leaves, static_pos = self._signature(args, kwargs)
@@ -159,8 +181,9 @@ class JitFunction:
     def _trace(self, key, args, kwargs, static_pos):
         in_tree, avals, statics = key
         t0 = time.perf_counter()
+        _, dyn, dyn_kw, _ = self._split(args, kwargs)
         info = DebugInfo(self._name, fun_source(self.fun),
-                         arg_names(self.fun, args, kwargs, tuple(static_pos)), "jit")
+                         self._leaf_names(len(args), static_pos, dyn, dyn_kw), "jit")
         out_tree_box = []
         static_kw = {k: v for k, v in statics if isinstance(k, str)}
 
@@ -182,7 +205,7 @@ class JitFunction:
 
     def _account(self, key, entry, info):
         self._compiles += 1
-        reason = (_explain(self._last_key, key, info, _pos_names(self.fun))
+        reason = (_explain(self._last_key, key, info, self._pos_names)
                   if self._last_key else "first call")
         self._last_key = key
         if config.log_compiles:
@@ -270,11 +293,23 @@ def _closure_free(entry):
                        [])
 
 
-def _pos_names(fun):
+def _positional_names(fun):
+    """(names of the positional parameters, name of ``*args`` or None)."""
     try:
-        return [p.name for p in inspect.signature(fun).parameters.values()]
+        params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
-        return []
+        return [], None
+    pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    return pos, var
+
+
+def _is_arraylike(x):
+    try:
+        _leaf_aval(x)
+        return True
+    except TypeError:
+        return False
 
 
 def _infer_statics(fun, nums, names):
@@ -334,13 +369,18 @@ class Lowered:
     def as_text(self):
         return str(self.jaxpr)
 
+    def cost_analysis(self):
+        """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict)."""
+        from functrax.lowering.cost import cost_analysis
+        return cost_analysis(self.jaxpr)
+
     def compile(self):
         self._entry.executable()
         return Compiled(self._jitted, self._entry)
 
 
 class Compiled:
-    """A compiled program: callable with the same arguments, ``.cost_analysis()``."""
+    """A compiled program: callable with the non-static arguments, ``.cost_analysis()``."""
 
     def __init__(self, jitted, entry):
         self._jitted = jitted
@@ -350,16 +390,48 @@ class Compiled:
         return str(self._entry.optimized)
 
     def cost_analysis(self):
+        """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict)."""
         from functrax.lowering.cost import cost_analysis
         return cost_analysis(self._entry.optimized)
 
     def __call__(self, *args, **kwargs):
-        key, leaves, _ = self._jitted._signature(args, kwargs)
-        if key != self._entry.key:
-            raise TypeError(f"the compiled function for {self._jitted._name} was called with "
-                            "arguments of a different structure, shape or dtype than it was "
-                            "compiled for")
+        """Run on the dynamic arguments only (static ones were fixed by ``trace``/``lower``)."""
+        leaves, in_tree = tree_flatten((list(args), dict(kwargs)))
+        for x in leaves:
+            if isinstance(x, core.Tracer):
+                raise TypeError("Cannot apply functrax transformations to a function lowered "
+                                "and compiled for a particular signature. Detected argument of "
+                                f"Tracer type {type(x)}. Transform the jit-wrapped function "
+                                "instead of its compiled form.")
+        ref_tree, ref_avals, _ = self._entry.key
+        if in_tree != ref_tree:
+            raise TypeError(f"Function compiled with input pytree does not match the input "
+                            f"pytree it was called with: compiled for {ref_tree}, called with "
+                            f"{in_tree}. Pass the same (non-static) arguments as to lower().")
+        self._check_avals(ref_avals, leaves)
         return tree_unflatten(self._entry.out_tree, self._jitted._run(self._entry, leaves))
+
+    def _check_avals(self, ref_avals, leaves):
+        j = self._jitted
+        info = self._entry.closed.jaxpr.debug_info
+        names = list(info.arg_names) if info is not None else []
+        names += [f"args[{i}]" for i in range(len(names), len(leaves))]
+        errors = []
+        for i, (ref, x) in enumerate(zip(ref_avals, leaves)):
+            aval = _leaf_aval(x) if _is_arraylike(x) else None
+            if aval is None:
+                raise _not_array_error(j._name, x, names[i])
+            if (aval.shape, aval.dtype) != (ref.shape, ref.dtype):
+                errors.append(f"Argument '{names[i]}' compiled with {_long(ref)} and called "
+                              f"with {_long(aval)}")
+        if errors:
+            head = "The" if len(errors) < 5 else f"The first 5 of {len(errors)}"
+            raise TypeError("Argument types differ from the types for which this computation "
+                            f"was compiled. {head} mismatches are:\n" + "\n".join(errors[:5]))
+
+
+def _long(aval):
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),

@@ -655,6 +655,8 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     new axis (over the source lanes) is inserted at ``concat_axis``.
     """
     _no_groups("all_to_all", axis_index_groups)
+    if isinstance(axis_name, list):
+        axis_name = tuple(axis_name)
     size = _axis_size(axis_name)
 
     def bind(leaf):

@@ -24,6 +24,14 @@ EXEMPT = {
     "custom_lin": _CALL_LIKE,
     "remat2": _CALL_LIKE,
 }
+_COLLECTIVES = ("all_gather", "all_to_all", "axis_index", "pmax", "pmin", "ppermute", "psum",
+                "reduce_scatter")
+_COLLECTIVE = ("collective over a named axis: executed by the vmap rule / the pmap runtime "
+               "(later issue); tested in tests/test_collectives.py")
+EXEMPT.update({name: _COLLECTIVE for name in _COLLECTIVES})
+
+# primitive name -> why it has no numpy backend rule (it never reaches eager evaluation)
+EXEMPT_NUMPY = {name: _COLLECTIVE for name in _COLLECTIVES}
 
 PRIMS = sorted(primitive_registry.items())
 
@@ -41,6 +49,10 @@ def test_has_abstract_eval_rule(name, prim):
 
 @pytest.mark.parametrize("name,prim", PRIMS, ids=[n for n, _ in PRIMS])
 def test_has_numpy_rule(name, prim):
+    if name in EXEMPT_NUMPY:
+        assert prim not in numpy_rules, (f"'{name}' has a numpy rule now: remove it from "
+                                         "EXEMPT_NUMPY")
+        return
     assert callable(numpy_rules.get(prim)), f"primitive '{name}' has no numpy backend rule"
 
 
@@ -60,7 +72,7 @@ def test_every_primitive_is_exercised_by_an_op_spec():
 
 
 def test_exemptions_are_current():
-    stale = sorted(set(EXEMPT) - set(primitive_registry))
+    stale = sorted((set(EXEMPT) | set(EXEMPT_NUMPY)) - set(primitive_registry))
     assert not stale, f"EXEMPT lists primitives that no longer exist: {stale}"
     for name, reason in EXEMPT.items():
         assert reason.strip(), f"EXEMPT[{name!r}] needs a reason"

@@ -104,7 +104,7 @@ def test_in_axes_dict_prefix_with_none_leaves():
     # a None leaf covers a whole subtree
     params = {"w": rand(3, 2), "s": (rand(2), rand(2))}
     xs = rand(4, 3)
-    f = lambda p, x: fnp.dot(x, p["w"]) * p["s"][0] + p["s"][1]  # noqa: E731
+    f = lambda p, x: fnp.dot(x, p["w"]) * p["s"][0] + p["s"][1]
     got = vmap(f, in_axes=({"w": None, "s": None}, 0))(params, xs)
     assert_trees_close(got, loop_ref(f, (None, 0), (params, xs)))
     got = vmap(f, in_axes=(None, 0))(params, xs)
@@ -130,13 +130,13 @@ def test_kwargs_are_mapped_over_axis_0():
 @pytest.mark.parametrize("out_axis", [-1, -2, 0, 1])
 def test_negative_and_positive_in_out_axes(in_axis, out_axis):
     x, w = rand(3, 4), rand(3, 4)
-    f = lambda r: fnp.outer(fnp.sin(r), r)  # noqa: E731
+    f = lambda r: fnp.outer(fnp.sin(r), r)
     got = vmap(f, in_axes=in_axis, out_axes=out_axis)(x)
     ax = in_axis % 2
     want = loop_ref(f, (ax,), (x,), out_axis=out_axis % 3)
     np.testing.assert_allclose(np_(got), want, rtol=1e-6)
     # two arguments mapped along different axes
-    g = lambda a, b: a * b + fnp.sum(a)  # noqa: E731
+    g = lambda a, b: a * b + fnp.sum(a)
     w_axis = (in_axis + 1) % 2  # w.T is (4, 3): its mapped axis has x's mapped size
     got = vmap(g, in_axes=(in_axis, w_axis), out_axes=out_axis)(x, w.T)
     want = loop_ref(g, (ax, w_axis), (x, w.T), out_axis=out_axis % 2)
@@ -157,7 +157,7 @@ def test_out_axes_none_for_unbatched_and_broadcast_for_out_axes_0():
 
 def test_out_axes_pytree_prefix_for_dict_outputs():
     x = rand(5, 3)
-    f = lambda r: {"s": fnp.sum(r), "t": (r * 2.0, fnp.outer(r, r))}  # noqa: E731
+    f = lambda r: {"s": fnp.sum(r), "t": (r * 2.0, fnp.outer(r, r))}
     got = vmap(f, out_axes={"s": 0, "t": (1, -1)})(x)
     assert got["s"].shape == (5,) and got["t"][0].shape == (3, 5)
     assert got["t"][1].shape == (3, 3, 5)
@@ -353,7 +353,7 @@ def test_vmap_of_value_and_grad_with_argnums_tuple():
 
 def test_grad_of_vmap_matches_sum_of_per_example_grads():
     params, xs, ys = mlp_params(), rand(6, 3), rand(6, 2)
-    batch_loss = lambda p: fnp.sum(vmap(mlp_loss, in_axes=(None, 0, 0))(p, xs, ys))  # noqa
+    batch_loss = lambda p: fnp.sum(vmap(mlp_loss, in_axes=(None, 0, 0))(p, xs, ys))
     got = grad(batch_loss)(params)
     per_ex = loop_ref(grad(mlp_loss), (None, 0, 0), (params, xs, ys))
     assert_trees_close(got, tree_map(lambda g: np_(g).sum(0), per_ex))
@@ -362,7 +362,7 @@ def test_grad_of_vmap_matches_sum_of_per_example_grads():
 
 def test_nested_vmap_with_different_in_axes():
     a, b = rand(4, 3), rand(3, 5)
-    f = lambda u, v: fnp.sum(fnp.sin(u) * v)  # noqa: E731
+    f = lambda u, v: fnp.sum(fnp.sin(u) * v)
     # outer maps b's axis 1, inner maps a's axis 0 (b's column fixed)
     got = vmap(vmap(f, in_axes=(0, None)), in_axes=(None, 1), out_axes=1)(a, b)
     want = np.array([[float(f(a[i], fnp.asarray(np_(b)[:, j]))) for j in range(5)]
@@ -380,14 +380,14 @@ def test_nested_vmap_with_different_in_axes():
 
 def test_vmap_of_jvp_and_of_vjp():
     xs, ts = rand(5, 3), rand(5, 3)
-    f = lambda x: fnp.tanh(x) * fnp.sum(x ** 2)  # noqa: E731
-    fj = lambda x, t: jvp(f, (x,), (t,))  # noqa: E731
+    f = lambda x: fnp.tanh(x) * fnp.sum(x ** 2)
+    fj = lambda x, t: jvp(f, (x,), (t,))
     assert_trees_close(vmap(fj)(xs, ts), loop_ref(fj, (0, 0), (xs, ts)))
-    fv = lambda x, c: vjp(f, x)[1](c)  # noqa: E731
+    fv = lambda x, c: vjp(f, x)[1](c)
     assert_trees_close(vmap(fv)(xs, ts), loop_ref(fv, (0, 0), (xs, ts)))
     # batch only the tangent / only the cotangent (the primal is shared)
     x = rand(3)
-    fj1 = lambda t: jvp(f, (x,), (t,))[1]  # noqa: E731
+    fj1 = lambda t: jvp(f, (x,), (t,))[1]
     assert_trees_close(vmap(fj1)(ts), loop_ref(fj1, (0,), (ts,)))
     _, f_vjp = vjp(f, x)
     assert_trees_close(vmap(f_vjp)(ts), loop_ref(f_vjp, (0,), (ts,)))
@@ -397,7 +397,7 @@ def test_vmap_of_jvp_and_of_vjp():
 
 def test_vmap_with_pytree_outputs_and_inputs():
     xs = {"u": rand(4, 3), "v": rand(4)}
-    f = lambda d: {"a": d["u"] * d["v"], "b": [fnp.sum(d["u"]), d["v"] ** 2]}  # noqa: E731
+    f = lambda d: {"a": d["u"] * d["v"], "b": [fnp.sum(d["u"]), d["v"] ** 2]}
     got = vmap(f)(xs)
 
     def ref_f(u, v):
@@ -408,9 +408,9 @@ def test_vmap_with_pytree_outputs_and_inputs():
 
 def test_grad_of_vmap_of_grad_and_vmap_of_hessian():
     xs = rand(4, 3)
-    f = lambda x: fnp.sum(fnp.sin(x) * x[0])  # noqa: E731
+    f = lambda x: fnp.sum(fnp.sin(x) * x[0])
     # d/dx sum_b g(x_b) with g = |grad f|^2: compare to a loop of the same composition
-    g = lambda x: fnp.sum(grad(f)(x) ** 2)  # noqa: E731
+    g = lambda x: fnp.sum(grad(f)(x) ** 2)
     got = grad(lambda xs: fnp.sum(vmap(g)(xs)))(xs)
     want = np.stack([np_(grad(g)(xs[i])) for i in range(4)])
     np.testing.assert_allclose(np_(got), want, rtol=1e-5, atol=1e-6)
@@ -473,7 +473,7 @@ def test_jacobian_pytrees_argnums_and_aux(jac):
 @pytest.mark.parametrize("jac", [jacfwd, jacrev], ids=["jacfwd", "jacrev"])
 def test_jacobian_is_one_batched_pass_not_a_loop(jac):
     # the vmap-based jacobian stages the same number of equations for any input size
-    f = lambda x: fnp.sin(x) * fnp.sum(x)  # noqa: E731
+    f = lambda x: fnp.sin(x) * fnp.sum(x)
     sizes = []
     for n in (2, 7):
         closed = make_jaxpr(jac(f))(fnp.ones(n))
@@ -506,6 +506,9 @@ def test_jacobian_dtype_errors():
     with pytest.raises(TypeError, match="jacfwd with holomorphic=True requires inputs with "
                                         "complex dtype, but got float32."):
         jacfwd(lambda x: x, holomorphic=True)(fnp.ones(3))
+    for jac in (jacfwd, jacrev):
+        with pytest.raises(TypeError, match="has_aux=True, so it must return a pair"):
+            jac(lambda x: x * 2.0, has_aux=True)(fnp.ones(3))
 
 
 def test_jacobian_holomorphic():
@@ -518,11 +521,11 @@ def test_jacobian_holomorphic():
 
 def test_hessian_closed_form_and_pytrees():
     a, x = rand(3, 3), rand(3)
-    f = lambda x: 0.5 * fnp.dot(x, fnp.dot(a, x)) + fnp.sum(fnp.exp(x))  # noqa: E731
+    f = lambda x: 0.5 * fnp.dot(x, fnp.dot(a, x)) + fnp.sum(fnp.exp(x))
     want = 0.5 * (np_(a) + np_(a).T) + np.diag(np.exp(np_(x)))
     np.testing.assert_allclose(np_(hessian(f)(x)), want, rtol=1e-5, atol=1e-6)
     # JAX's docstring example: {'c': a ** b} nests the input structure twice
-    g = lambda d: {"c": fnp.power(d["a"], d["b"])}  # noqa: E731
+    g = lambda d: {"c": fnp.power(d["a"], d["b"])}
     av, bv = np.arange(2.0) + 1.0, np.arange(2.0) + 2.0
     got = hessian(g)({"a": fnp.asarray(av, np.float32), "b": fnp.asarray(bv, np.float32)})
     assert set(got["c"]) == {"a", "b"} and set(got["c"]["a"]) == {"a", "b"}
@@ -542,7 +545,7 @@ def test_hessian_closed_form_and_pytrees():
 
 def test_vmap_of_jacobians_matches_loop():
     xs = rand(4, 3)
-    f = lambda x: fnp.sin(x) * fnp.sum(x ** 2)  # noqa: E731
+    f = lambda x: fnp.sin(x) * fnp.sum(x ** 2)
     for jac in (jacfwd, jacrev):
         assert_trees_close(vmap(jac(f))(xs), loop_ref(jac(f), (0,), (xs,)))
     got = jacrev(lambda xs: vmap(f)(xs))(xs)
@@ -558,7 +561,7 @@ def test_vmap_of_jacobians_matches_loop():
 @pytest.mark.parametrize("size,chunk", [(8, 2), (7, 3), (5, 4), (3, 8), (6, 1)])
 def test_chunk_size_identical_results(size, chunk):
     x, w = rand(size, 3), rand(3, 2)
-    f = lambda x, w: (fnp.tanh(x * 2.0) + fnp.sum(x), fnp.dot(x, w))  # noqa: E731
+    f = lambda x, w: (fnp.tanh(x * 2.0) + fnp.sum(x), fnp.dot(x, w))
     got = vmap(f, in_axes=(0, None), chunk_size=chunk)(x, w)
     want = vmap(f, in_axes=(0, None))(x, w)
     assert_trees_equal(got[0], want[0])
@@ -568,7 +571,7 @@ def test_chunk_size_identical_results(size, chunk):
 @pytest.mark.parametrize("out_axes", [1, -1, (1, None), (0, 0)])
 def test_chunk_size_out_axes_and_unmapped_outputs(out_axes):
     x, y = rand(3, 7), rand(2)
-    f = lambda c, y: (c * fnp.sum(y), y * 2.0)  # noqa: E731
+    f = lambda c, y: (c * fnp.sum(y), y * 2.0)
     got = vmap(f, in_axes=(1, None), out_axes=out_axes, chunk_size=3)(x, y)
     want = vmap(f, in_axes=(1, None), out_axes=out_axes)(x, y)
     assert_trees_equal(got, want)
@@ -576,7 +579,7 @@ def test_chunk_size_out_axes_and_unmapped_outputs(out_axes):
 
 def test_chunk_size_with_pytrees_and_kwargs():
     d = {"a": rand(7, 2), "b": rand(2, 7)}
-    f = lambda d, z: {"s": d["a"] * d["b"] + z, "t": fnp.sum(z)}  # noqa: E731
+    f = lambda d, z: {"s": d["a"] * d["b"] + z, "t": fnp.sum(z)}
     kw = rand(7, 2)
     got = vmap(f, in_axes=({"a": 0, "b": 1},), chunk_size=2)(d, z=kw)
     want = vmap(f, in_axes=({"a": 0, "b": 1},))(d, z=kw)

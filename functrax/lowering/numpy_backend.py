@@ -357,9 +357,41 @@ numpy_rules.update({P.dynamic_slice_p: _dynamic_slice,
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = np.dtype(preferred_element_type) if preferred_element_type else lhs.dtype
+    # accumulate in the preferred type when given (f16 x f16 -> f32 sums in f32, as XLA)
+    compute = out_dtype if preferred_element_type else lhs.dtype
+    if compute == np.bool_:
+        compute = np.dtype(np.int32)
+    lhs = lhs.astype(compute, copy=False)
+    rhs = rhs.astype(compute, copy=False)
+    out = _dot_matmul(lhs, rhs, tuple(lc), tuple(rc), tuple(lb), tuple(rb))
+    if out is None:
+        out = _dot_transposed(lhs, rhs, lc, rc, lb, rb)
+    if type(out) is not np.ndarray:  # 1-D . 1-D gives a numpy scalar
+        out = np.asarray(out)
+    return out.astype(out_dtype, copy=False)
+
+
+def _dot_matmul(lhs, rhs, lc, rc, lb, rb):
+    """Fast paths: one contraction and leading batch dimensions map straight onto matmul of
+    (transposed) views, without copies; None for every other layout."""
+    nb = len(lb)
+    if len(lc) != 1 or lb != rb or lb != tuple(range(nb)):
+        return None
+    (c,), (d,) = lc, rc
+    ln, rn = lhs.ndim - nb, rhs.ndim - nb
+    if ln not in (1, 2) or rn not in (1, 2) or (nb and (ln, rn) != (2, 2)):
+        return None
+    if ln == 2:  # lhs free dim first, contraction last
+        lhs = lhs if c == nb + 1 else np.swapaxes(lhs, -1, -2)
+    if rn == 2:  # rhs contraction first, free dim last
+        rhs = rhs if d == nb else np.swapaxes(rhs, -1, -2)
+    return np.matmul(lhs, rhs)
+
+
+def _dot_transposed(lhs, rhs, lc, rc, lb, rb):
+    """The general case: move batch, free and contracting dims into place, batch-matmul."""
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    nb, nc = len(lb), len(lc)
     bsz = [lhs.shape[i] for i in lb]
     lhs_t = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(
         [math.prod(bsz), math.prod(lhs.shape[i] for i in lf), math.prod(
@@ -367,14 +399,8 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_eleme
     rhs_t = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(
         [math.prod(bsz), math.prod(rhs.shape[i] for i in rc), math.prod(
             rhs.shape[i] for i in rf)])
-    # accumulate in the preferred type when given (f16 x f16 -> f32 sums in f32, as XLA)
-    compute = out_dtype if preferred_element_type else lhs.dtype
-    if compute == np.bool_:
-        compute = np.dtype(np.int32)
-    out = np.matmul(lhs_t.astype(compute, copy=False), rhs_t.astype(compute, copy=False))
-    del nb, nc
     shape = bsz + [lhs.shape[i] for i in lf] + [rhs.shape[i] for i in rf]
-    return out.reshape(shape).astype(out_dtype, copy=False)
+    return np.matmul(lhs_t, rhs_t).reshape(shape)
 
 
 numpy_rules[P.dot_general_p] = _dot_general

@@ -1,24 +1,70 @@
-"""The optimization pipeline run by jit before compiling: a list of passes applied in order."""
+"""The optimization pipeline run by jit before compiling: a list of passes applied in order.
+
+``inline`` first removes call boundaries; then ``simplify``, ``const_fold`` and ``cse``
+(the passes in ``FIXED_POINT``, which feed each other: a fold makes a literal that
+simplifies, a simplification exposes duplicates, ...) repeat as a group until nothing
+changes (at most ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce``
+drops what became dead and ``prune_consts`` the consts nothing reads any more.
+
+Every pass keeps the program well-typed and its output avals exactly equal; a pass that
+changes nothing returns its argument itself, which is how the group detects a fixed point.
+"""
 from __future__ import annotations
 
 from functrax.core import ClosedJaxpr
+from functrax.passes.const_fold import const_fold, prune_consts
+from functrax.passes.cse import cse
 from functrax.passes.dce import dce
+from functrax.passes.forward import forward
 from functrax.passes.inline import inline_closed
+from functrax.passes.simplify import simplify
 
 
 def _on_jaxpr(pass_fn):
-    return lambda closed: ClosedJaxpr(pass_fn(closed.jaxpr), closed.consts)
+    def run(closed):
+        j = pass_fn(closed.jaxpr)
+        return closed if j is closed.jaxpr else ClosedJaxpr(j, closed.consts)
+    run.__name__ = getattr(pass_fn, "__name__", "pass")
+    return run
 
 
 # each entry: (name, fn(ClosedJaxpr) -> ClosedJaxpr)
 PASSES = [
     ("inline", inline_closed),
+    ("simplify", _on_jaxpr(simplify)),
+    ("const_fold", const_fold),
+    ("cse", _on_jaxpr(cse)),
+    ("forward", _on_jaxpr(forward)),
     ("dce", _on_jaxpr(dce)),
+    ("prune_consts", prune_consts),
 ]
 
+# consecutive passes named here run as a group, repeated until none of them changes anything
+FIXED_POINT = {"simplify", "const_fold", "cse"}
+MAX_ROUNDS = 4
 
-def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Run every pass of ``PASSES`` in order."""
-    for _, fn in PASSES:
-        closed = fn(closed)
+
+def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
+    """Run the passes of ``PASSES`` (or ``passes``) in order, iterating ``FIXED_POINT`` groups.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> c = functrax.make_jaxpr(lambda x: fnp.sin(x) * fnp.sin(x) + 0.0)(1.0)
+    >>> print(optimize(c))
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b b in (c,) }
+    """
+    passes = PASSES if passes is None else passes
+    i = 0
+    while i < len(passes):
+        group = [passes[i]]
+        while (passes[i][0] in FIXED_POINT and i + len(group) < len(passes)
+               and passes[i + len(group)][0] in FIXED_POINT):
+            group.append(passes[i + len(group)])
+        i += len(group)
+        rounds = MAX_ROUNDS if group[0][0] in FIXED_POINT else 1
+        for _ in range(rounds):
+            before = closed
+            for _, fn in group:
+                closed = fn(closed)
+            if closed is before:
+                break
     return closed

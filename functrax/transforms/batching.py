@@ -6,6 +6,8 @@ the parent trace current; ``axis`` is the :class:`AxisData` (size, name) of this
 """
 from __future__ import annotations
 
+import weakref
+
 from functrax import core, lax
 from functrax.core import Tracer
 from functrax.errors import MissingRuleError
@@ -53,8 +55,7 @@ class BatchTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
-        if all(d is None for d in dims) and not (
-                prim in axis_primitives and self.axis.name in _axis_names(params)):
+        if all(d is None for d in dims) and not self._needs_axis(prim, params):
             with core.set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = vmap_rules.get(prim)
@@ -66,11 +67,37 @@ class BatchTrace(core.Trace):
             return [self.pure(o, d) for o, d in zip(out, out_dim)]
         return self.pure(out, out_dim)
 
+    def _needs_axis(self, prim, params) -> bool:
+        """Whether ``prim`` (or a sub-jaxpr it holds) runs a collective over this axis."""
+        name = self.axis.name
+        if name is None:
+            return False
+        if prim in axis_primitives:
+            return name in _axis_names(params)
+        return any(name in _jaxpr_axis_names(j) for j in core._sub_jaxprs(params))
+
     def pure(self, val, bdim):
         return val if bdim is None else BatchTracer(self, val, bdim)
 
     def describe(self):
         return f"BatchTrace(axis_name={self.axis.name!r}, size={self.axis.size})"
+
+
+_AXIS_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _jaxpr_axis_names(jaxpr) -> frozenset:
+    """Axis names the collectives of ``jaxpr`` (and its sub-jaxprs) refer to (memoized)."""
+    names = _AXIS_NAMES.get(jaxpr)
+    if names is None:
+        found = set()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive in axis_primitives:
+                found.update(_axis_names(eqn.params))
+            for sub in core._sub_jaxprs(eqn.params):
+                found |= _jaxpr_axis_names(sub)
+        names = _AXIS_NAMES[jaxpr] = frozenset(found)
+    return names
 
 
 def _axis_names(params):

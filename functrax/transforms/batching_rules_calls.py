@@ -16,11 +16,13 @@ from __future__ import annotations
 from functrax import core, lax
 from functrax.tracing import fun_name
 from functrax.transforms.batching import (
-    AxisData, BatchTrace, BatchTracer, batch_jaxpr, matchaxis, vmap_rules,
+    BatchTrace, BatchTracer, batch_jaxpr, matchaxis, vmap_rules,
 )
 from functrax.transforms.call_util import closure_convert
 from functrax.transforms.checkpoint import remat_p
-from functrax.transforms.custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from functrax.transforms.custom_derivatives import (
+    custom_jvp_call_p, custom_lin_p, custom_vjp_call_p,
+)
 from functrax.transforms.jvp import Zero
 
 
@@ -38,7 +40,7 @@ def _call_batched(axis, fn, args, dims):
     through unbatched). The axis name is bound again: a ``bwd`` may run after the vmap
     that made it has returned.
     """
-    trace = BatchTrace(core.current_trace(), AxisData(axis.name, axis.size))
+    trace = BatchTrace(core.current_trace(), axis)
     with core.extend_axis_env(axis.name, axis.size), core.new_trace(trace):
         ins = [a if d is None or a is None or type(a) is Zero else BatchTracer(trace, a, d)
                for a, d in zip(args, dims)]

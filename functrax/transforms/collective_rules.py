@@ -52,6 +52,16 @@ def _merge_dims(x, dim: int, count: int):
     return lax.reshape(x, s[:dim] + (math.prod(s[dim:dim + count]),) + s[dim + count:])
 
 
+def _check_types(prim, vals, dims, params):
+    """Run ``prim``'s abstract evaluation on the per-lane types: a vmap rule computes the
+    result without binding ``prim``, so its shape errors must be raised here."""
+    avals = []
+    for v, d in zip(vals, dims):
+        a = core.get_aval(v)
+        avals.append(a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:]))
+    core.abstract_eval(prim, avals, params)
+
+
 def _not_supported(prim, names, axis):
     return NotImplementedError(
         f"vmap of {prim} over several axis names {names} (one of them the vmapped axis "
@@ -66,6 +76,7 @@ def _allreduce_rule(prim, reduce_fn, if_unmapped):
         if axis.name not in axes:
             outs = prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups)
             return outs, list(dims)
+        _check_types(prim, vals, dims, dict(axes=axes, axis_index_groups=axis_index_groups))
         outs = [if_unmapped(v, axis.size) if d is None else reduce_fn(v, (d,))
                 for v, d in zip(vals, dims)]
         rest = tuple(a for a in axes if a != axis.name)
@@ -118,8 +129,10 @@ def _pminmax_jvp(prim):
                 t_outs.append(Zero(tangent_aval(core.get_aval(ans))))
                 continue
             loc = lax.convert_element_type(lax.eq(x, ans), core.get_aval(ans).dtype)
-            counts, total = P.psum_p.bind(loc, lax.mul(t, loc), axes=axes,
-                                          axis_index_groups=axis_index_groups)
+            # two binds: the counts are primal (a residual), the total is a tangent
+            counts, = P.psum_p.bind(loc, axes=axes, axis_index_groups=axis_index_groups)
+            total, = P.psum_p.bind(lax.mul(t, loc), axes=axes,
+                                   axis_index_groups=axis_index_groups)
             t_outs.append(lax.div(total, counts))
         return outs, t_outs
     jvp_rules[prim] = rule
@@ -157,6 +170,9 @@ def _all_gather_rule(axis, vals, dims, *, all_gather_dimension, axis_name, axis_
     names = axis_names(axis_name)
     if axis.name not in names:
         return _gather_other(x, d, all_gather_dimension, axis_name, axis_size, tiled)
+    _check_types(P.all_gather_p, vals, dims, dict(
+        all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+        axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled))
     # gather minor names first: the lanes of names[0] end up the major new axis
     for name in reversed(names):
         x, d = _gather_one(axis, x, d, name, all_gather_dimension)
@@ -191,6 +207,9 @@ def _reduce_scatter_rule(axis, vals, dims, *, scatter_dimension, axis_name, axis
     dim = scatter_dimension
     if axis.name not in names:
         return _scatter_other(x, d, dim, axis_name, axis_size, tiled)
+    _check_types(P.reduce_scatter_p, vals, dims, dict(
+        scatter_dimension=dim, axis_name=axis_name, axis_index_groups=axis_index_groups,
+        axis_size=axis_size, tiled=tiled))
     if names == (axis.name,) and not tiled:
         total = _times_size(x, axis.size) if d is None else lax.reduce_sum(x, (d,))
         return total, dim  # entry i along ``dim`` belongs to lane i
@@ -247,6 +266,7 @@ def _ppermute_rule(axis, vals, dims, *, axis_name, perm):
         return P.ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
     if len(names) > 1:
         raise _not_supported("ppermute", names, axis)
+    _check_types(P.ppermute_p, vals, dims, dict(axis_name=axis_name, perm=perm))
     n = axis.size
     src_of = {dst: src for src, dst in perm}
     if d is None:
@@ -276,6 +296,9 @@ def _all_to_all_rule(axis, vals, dims, *, split_axis, concat_axis, axis_name,
         return out, d
     if len(names) > 1:
         raise _not_supported("all_to_all", names, axis)
+    _check_types(P.all_to_all_p, vals, dims, dict(
+        split_axis=split_axis, concat_axis=concat_axis, axis_name=axis_name,
+        axis_index_groups=axis_index_groups, tiled=tiled))
     n = axis.size
     if d is None:
         x, d = broadcast_batch(x, n, 0), 0

@@ -299,26 +299,25 @@ def _assemble(pytree, axis, example, arr):
         part = lax.reshape(part, shape[:axis] + la.shape + shape[axis + 1:])
         ea = core.get_aval(leaf if example is None else example)
         pa = core.get_aval(part)
-        if pa.dtype != ea.dtype and pa.dtype != dtypes.float0:
+        if pa.dtype != dtypes.float0 and (pa.dtype, pa.weak_type) != (ea.dtype, ea.weak_type):
             if dtypes.issubdtype(pa.dtype, np.complexfloating) and not dtypes.issubdtype(
                     ea.dtype, np.complexfloating):
                 part = lax.real(part)
-            part = lax.convert_element_type(part, ea.dtype, ea.weak_type)
-        elif pa.dtype == ea.dtype and pa.weak_type != ea.weak_type:
             part = lax.convert_element_type(part, ea.dtype, ea.weak_type)
         parts.append(part)
     return tree_unflatten(treedef, parts)
 
 
-def _with_aux(f, has_aux):
-    """``f`` returning ``(out, aux)`` (``aux`` is ``()`` without has_aux)."""
+def _with_aux(f, has_aux, fun):
+    """``f`` returning ``(out, aux)`` (``aux`` is ``()`` without has_aux); ``fun`` is the
+    user's function, named in the error for a has_aux function that returns no pair."""
     def f_aux(*args):
         out = f(*args)
         if not has_aux:
             return out, ()
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError(f"{fun_name(f)} was called with has_aux=True, so it must return a "
-                            f"pair (output, aux), got {type(out).__name__}")
+            raise TypeError(f"{fun_name(fun)} was called with has_aux=True, so it must return "
+                            f"a pair (output, aux), got {type(out).__name__}")
         return out
     return f_aux
 
@@ -360,7 +359,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
         # aux travels as a primal output of ``_with_aux(f)`` (never as a JVP tracer)
         def pushfwd(tangents):
-            (y, aux), (t, _) = jvp(_with_aux(f, has_aux), dyn, tangents)
+            (y, aux), (t, _) = jvp(_with_aux(f, has_aux, fun), dyn, tangents)
             return y, t, aux
         res = vmap(pushfwd, out_axes=(None, -1, None))(_std_basis(dyn))
         y, jac = res[0], res[1]
@@ -402,7 +401,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f, dyn = _dyn_args("jacrev", fun, args, kwargs, argnums)
         tree_map(lambda x: _check_jac_dtype("jacrev", "input", holomorphic, allow_int, x), dyn)
         # aux travels as a primal output of ``_with_aux(f)``, with zero cotangents
-        (y, aux), pair_pullback = vjp(_with_aux(f, has_aux), *dyn)
+        (y, aux), pair_pullback = vjp(_with_aux(f, has_aux, fun), *dyn)
         tree_map(lambda x: _check_jac_dtype("jacrev", "output", holomorphic, allow_int, x), y)
         aux_zeros = tree_map(lambda a: instantiate(Zero.from_value(a)), aux)
         jac = vmap(lambda ct: pair_pullback((ct, aux_zeros)))(_std_basis(y))
@@ -430,18 +429,42 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def linear_transpose(fun, *primals):
-    """The transpose of linear ``fun`` at example ``primals`` (only shapes/dtypes matter)."""
+    """The transpose of linear ``fun``; ``primals`` only give shapes and dtypes.
+
+    The function is staged as it is (no JVP), every input unknown, then transposed.
+
+    >>> import functrax.numpy as fnp
+    >>> f_t = linear_transpose(lambda x: 2.0 * x, fnp.ones(2))
+    >>> f_t(fnp.ones(2))
+    (Array([2., 2.], dtype=float32),)
+    """
+    from functrax.transforms.partial_eval import PartialEvalTrace
+    from functrax.transforms.transpose import backward_pass
     leaves, in_tree = tree_flatten(primals)
+    avals = [core.get_aval(x) for x in leaves]
     box = []
-    _, linear = linearize_flat(_flat_fun(fun, in_tree, False, box), leaves)
+    pe = PartialEvalTrace(core.current_trace())
+    try:
+        ins = [pe.new_arg(a) for a in avals]
+        with core.set_current_trace(pe):
+            outs = _flat_fun(fun, in_tree, False, box)(*ins)
+        closed = pe.to_jaxpr(outs)
+    finally:
+        pe.invalidate()
     out_tree = box[0]
+    out_avals = closed.out_avals
 
     def transposed(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
                             f"the output structure {out_tree}")
-        return tree_unflatten(in_tree, [_zeros_for(c) for c in linear.transpose(ct_leaves)])
+        for c, a in zip(ct_leaves, out_avals):
+            if core.get_aval(c).shape != a.shape:
+                raise TypeError(f"linear_transpose: cotangent of shape {core.get_aval(c).shape}"
+                                f" for an output of shape {a.shape}")
+        cts = backward_pass(closed.jaxpr, closed.consts, ct_leaves)
+        return tree_unflatten(in_tree, [_zeros_for(c) for c in cts])
     return transposed
 
 

@@ -467,7 +467,21 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 from functrax.primitives._util import new_primitive  # noqa: E402
 
 jit_p = new_primitive("jit", multiple_results=True)
-jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+
+
+@jit_p.def_abstract_eval
+def _jit_abstract_eval(*avals, jaxpr, name):
+    """The inner jaxpr's output types, once the operands match its inputs."""
+    j = jaxpr.jaxpr
+    inner = [v.aval for v in j.constvars + j.invars] if not jaxpr.consts else \
+        [v.aval for v in j.invars]
+    if len(avals) != len(inner) or any(
+            (a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(avals, inner)):
+        got = ", ".join(a.str_short() for a in avals)
+        want = ", ".join(b.str_short() for b in inner)
+        raise TypeError(f"jit[name={name}]: operands ({got}) do not match the inner jaxpr's "
+                        f"inputs ({want})")
+    return list(jaxpr.out_avals)
 
 
 class disable_jit:

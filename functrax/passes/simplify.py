@@ -1,0 +1,304 @@
+"""Algebraic simplification: a table of local rewrite rules keyed by primitive.
+
+``rules[prim](eqn, ctx)`` looks at one equation (its inputs already rewritten) and returns
+
+* ``None``: keep the equation;
+* an atom (a Var or Literal already in scope): the equation's single output *is* that atom;
+* a new :class:`JaxprEqn` binding the same output variables: use it instead.
+
+The driver (:func:`simplify`) only accepts a rewrite that keeps types exactly: a forwarded
+atom must have the *same* aval as the output it replaces (shape, dtype and weak type), and a
+replacement equation must abstractly evaluate to the outputs' avals. So scalar promotion
+(``mul a:f32[] 1.0`` with an ``f32[3]`` result) is never "simplified" away, and weak types
+(which decide the result types of later re-tracing) are never changed anywhere.
+
+Rules see through *splat constants*: an operand made by ``broadcast_in_dim`` of a literal
+counts as that scalar (``fnp.zeros(3) + x`` simplifies like ``x + 0``). As XLA's algebraic
+simplifier does, ``x + 0`` becomes ``x`` for floats too, which differs only for ``x = -0.0``
+(``-0.0 + 0.0`` is ``+0.0``); every other rewrite is exact.
+"""
+from __future__ import annotations
+
+from functrax import core, dtypes
+from functrax import primitives as P
+from functrax.core import Jaxpr, JaxprEqn, Literal
+
+# primitive -> rule(eqn, ctx) -> None | atom | JaxprEqn
+rules: dict = {}
+
+
+class Context:
+    """What rules may ask about operands: their producing equation and splat values."""
+
+    __slots__ = ("producer",)
+
+    def __init__(self):
+        self.producer: dict = {}  # Var -> the (rewritten) equation that binds it
+
+    def made_by(self, atom, prim):
+        """The equation of primitive ``prim`` that binds ``atom``, or None."""
+        if type(atom) is Literal:
+            return None
+        eqn = self.producer.get(atom)
+        return eqn if eqn is not None and eqn.primitive is prim else None
+
+    def scalar(self, atom):
+        """The value of a literal, or of a ``broadcast_in_dim`` of a literal; else None."""
+        if type(atom) is Literal:
+            return atom.val
+        b = self.made_by(atom, P.broadcast_in_dim_p)
+        if b is not None and type(b.invars[0]) is Literal:
+            return b.invars[0].val
+        return None
+
+
+def _is(val, target) -> bool:
+    """``val`` (a numpy scalar or None) equals ``target`` (NaN never does)."""
+    if val is None:
+        return False
+    try:
+        return bool(val == target)
+    except (TypeError, ValueError):
+        return False
+
+
+def simplify(jaxpr: Jaxpr) -> Jaxpr:
+    """Apply the rewrite ``rules`` in one forward sweep (rewrites chain within the sweep).
+
+    Returns ``jaxpr`` itself when nothing changed. Replaced equations are left for DCE
+    when something else still reads their outputs and dropped otherwise by DCE later.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> j = functrax.make_jaxpr(lambda x: -(-(x * 1.0)) + 0.0)(fnp.ones(3)).jaxpr
+    >>> s = simplify(j)
+    >>> s.outvars[0] is s.invars[0]
+    True
+    """
+    ctx = Context()
+    subst: dict = {}
+    eqns = []
+    changed = False
+
+    def read(v):
+        return v if type(v) is Literal else subst.get(v, v)
+
+    for eqn in jaxpr.eqns:
+        invars = [read(v) for v in eqn.invars]
+        if any(a is not b for a, b in zip(invars, eqn.invars)):
+            eqn = eqn.replace(invars=invars)
+            changed = True
+        rule = rules.get(eqn.primitive)
+        res = rule(eqn, ctx) if rule is not None else None
+        if isinstance(res, JaxprEqn):
+            if _same_types(res, eqn):
+                eqn, changed = res, True
+        elif res is not None and res.aval == eqn.outvars[0].aval:
+            subst[eqn.outvars[0]] = res
+            changed = True
+            continue  # the equation is now dead; drop it here
+        eqns.append(eqn)
+        for v in eqn.outvars:
+            ctx.producer[v] = eqn
+    if not changed:
+        return jaxpr
+    outvars = [read(v) for v in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
+
+
+def _same_types(new: JaxprEqn, old: JaxprEqn) -> bool:
+    try:
+        out = core.abstract_eval(new.primitive, [v.aval for v in new.invars], new.params)
+    except Exception:  # noqa: BLE001 - a rule proposed an ill-typed rewrite: keep the original
+        return False
+    outs = out if new.primitive.multiple_results else [out]
+    return len(outs) == len(old.outvars) and all(a == v.aval for a, v in zip(outs, old.outvars))
+
+
+# --- arithmetic identities ---
+
+
+def _identity_operand(unit, commutative):
+    """Rule for ``x op unit -> x`` (and ``unit op x -> x`` when ``commutative``)."""
+    def rule(eqn, ctx):
+        x, y = eqn.invars
+        if _is(ctx.scalar(y), unit):
+            return x
+        if commutative and _is(ctx.scalar(x), unit):
+            return y
+        return None
+    return rule
+
+
+rules[P.mul_p] = _identity_operand(1, commutative=True)
+rules[P.add_p] = _identity_operand(0, commutative=True)
+rules[P.sub_p] = _identity_operand(0, commutative=False)
+rules[P.div_p] = _identity_operand(1, commutative=False)
+
+
+def _involution(eqn, ctx):
+    """``f(f(x)) -> x`` for self-inverse elementwise ops (neg, conj, not)."""
+    inner = ctx.made_by(eqn.invars[0], eqn.primitive)
+    return inner.invars[0] if inner is not None else None
+
+
+for _p in (P.neg_p, P.conj_p, P.not_p):
+    rules[_p] = _involution
+
+
+def _integer_pow(eqn, ctx):
+    return eqn.invars[0] if eqn.params["y"] == 1 else None
+
+
+rules[P.integer_pow_p] = _integer_pow
+
+
+def _select_n(eqn, ctx):
+    """Constant predicate -> the chosen case; one case, or all cases the same -> that case."""
+    which, *cases = eqn.invars
+    if len(cases) == 1 or all(c is cases[0] for c in cases):
+        return cases[0]
+    w = ctx.scalar(which)
+    if w is None:
+        return None
+    return cases[min(max(int(w), 0), len(cases) - 1)]  # the numpy rule clips, as XLA does
+
+
+rules[P.select_n_p] = _select_n
+
+
+# --- conversions ---
+
+
+def _float_range(dt):
+    fi = dtypes.finfo(dt)
+    return int(fi.nmant), int(fi.maxexp), int(fi.minexp)
+
+
+def lossless(src, dst) -> bool:
+    """Whether every value of dtype ``src`` is exactly representable in dtype ``dst``.
+
+    >>> import numpy as np
+    >>> lossless(np.int16, np.float32), lossless(np.int32, np.float32)
+    (True, False)
+    """
+    import numpy as np
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src == dst or src.kind == "b":
+        return True
+    if dst.kind == "b" or (src.kind == "c" and dst.kind != "c"):
+        return False
+    if dst.kind == "c":  # a real or complex source goes into the real (and imaginary) part
+        dst = np.dtype(np.float32 if dst == np.complex64 else np.float64)
+        src = src if src.kind != "c" else np.dtype(
+            np.float32 if src == np.complex64 else np.float64)
+    if src.kind in "iu" and dst.kind in "iu":
+        s, d = dtypes.iinfo(src), dtypes.iinfo(dst)
+        return d.min <= s.min and s.max <= d.max
+    if src.kind in "iu" and dtypes.is_float(dst):
+        s = dtypes.iinfo(src)
+        magnitude_bits = max(int(s.max).bit_length(), int(-s.min).bit_length() - 1)
+        return _float_range(dst)[0] + 1 >= magnitude_bits
+    if dtypes.is_float(src) and dtypes.is_float(dst):
+        (sm, sx, sn), (dm, dx, dn) = _float_range(src), _float_range(dst)
+        # the smallest subnormal of src (2**(sn - sm)) must be representable too
+        return dm >= sm and dx >= sx and dn - dm <= sn - sm
+    return False
+
+
+def _convert(eqn, ctx):
+    x = eqn.invars[0]
+    if x.aval == eqn.outvars[0].aval:
+        return x
+    inner = ctx.made_by(x, P.convert_element_type_p)
+    if inner is None:
+        return None
+    src = inner.invars[0]
+    if not lossless(src.aval.dtype, x.aval.dtype):
+        return None
+    if src.aval == eqn.outvars[0].aval:  # a lossless round trip
+        return src
+    return eqn.replace(invars=[src])
+
+
+rules[P.convert_element_type_p] = _convert
+
+
+# --- shape ops ---
+
+
+def _transpose(eqn, ctx):
+    """Identity permutation -> x; transpose of transpose -> one composed transpose."""
+    perm = tuple(eqn.params["permutation"])
+    x = eqn.invars[0]
+    if perm == tuple(range(len(perm))):
+        return x
+    inner = ctx.made_by(x, P.transpose_p)
+    if inner is None:
+        return None
+    composed = tuple(inner.params["permutation"][i] for i in perm)
+    if composed == tuple(range(len(composed))):
+        return inner.invars[0]
+    return eqn.replace(invars=[inner.invars[0]], params=dict(eqn.params, permutation=composed))
+
+
+rules[P.transpose_p] = _transpose
+
+
+def _reshape_source(x, ctx):
+    """Follow a chain of order-preserving reshapes (reshape without ``dimensions``, squeeze,
+    expand_dims) back to its start: all of them keep the row-major order of elements."""
+    while True:
+        eqn = ctx.producer.get(x) if type(x) is not Literal else None
+        if eqn is None or eqn.primitive not in _RESHAPE_LIKE or (
+                eqn.primitive is P.reshape_p and eqn.params.get("dimensions") is not None):
+            return x
+        x = eqn.invars[0]
+
+
+def _reshape_like(eqn, ctx):
+    """A no-op reshape/squeeze/expand_dims -> x; reshape-like chains -> their source (when
+    shapes round-trip) or, for a reshape, one reshape of the source (keep the last)."""
+    if eqn.primitive is P.reshape_p and eqn.params.get("dimensions") is not None:
+        return None
+    x = eqn.invars[0]
+    out = eqn.outvars[0].aval
+    if x.aval == out:
+        return x
+    src = _reshape_source(x, ctx)
+    if src is x:
+        return None
+    if src.aval == out:
+        return src
+    if eqn.primitive is P.reshape_p:
+        return eqn.replace(invars=[src])
+    return None
+
+
+_RESHAPE_LIKE = (P.reshape_p, P.squeeze_p, P.expand_dims_p)
+for _p in _RESHAPE_LIKE:
+    rules[_p] = _reshape_like
+
+
+def _broadcast_in_dim(eqn, ctx):
+    x = eqn.invars[0]
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    if x.aval == eqn.outvars[0].aval and dims == tuple(range(x.aval.ndim)):
+        return x
+    return None
+
+
+rules[P.broadcast_in_dim_p] = _broadcast_in_dim
+
+
+def _rev(eqn, ctx):
+    x = eqn.invars[0]
+    dims = tuple(eqn.params["dimensions"])
+    if not dims or all(x.aval.shape[d] <= 1 for d in dims):
+        return x
+    inner = ctx.made_by(x, P.rev_p)
+    if inner is not None and sorted(inner.params["dimensions"]) == sorted(dims):
+        return inner.invars[0]
+    return None
+
+
+rules[P.rev_p] = _rev

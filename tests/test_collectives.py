@@ -507,10 +507,6 @@ def test_staged_collectives_print_and_type_check_in_their_axis_env():
         functrax.check_jaxpr(closed)  # outside the axis env
 
 
-@pytest.mark.xfail(raises=functrax.MissingRuleError, strict=False,
-                   reason="BatchTrace binds a call primitive (checkpoint, custom_jvp, jit) "
-                          "whose operands are all unbatched on the parent, although its "
-                          "sub-jaxpr holds a collective over the vmapped axis")
 @pytest.mark.parametrize("wrap", ["checkpoint", "custom_jvp"])
 def test_collective_inside_call_primitive_on_unbatched_operands(wrap):
     c = fnp.ones(3)

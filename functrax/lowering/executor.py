@@ -366,7 +366,7 @@ def _assign_in_place(ops, jaxpr, owned_inputs):
             in_vars = [v for v in op.ins if _is_var(v)]
             for v in in_vars:
                 if (v in fresh and v.aval.shape == out.shape and v.aval.dtype == out.dtype
-                        and True
+                        and mem_last[mems[v][0]] <= i
                         and not any(u is not v and mems[v][0] in mems[u]
                                     for u in in_vars)):
                     target = v

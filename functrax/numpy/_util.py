@@ -152,7 +152,7 @@ def promote_args_inexact(fun_name, *args):
     if _same_avals(args) and args[0].aval.dtype.kind in "fc":
         return args
     fast = _scalar_fast(args)
-    if fast is not None and np.asarray(fast[0]).dtype.kind in "fc":
+    if fast is not None and core.get_aval(fast[0]).dtype.kind in "fc":
         return fast
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes_inexact(*args))

@@ -297,3 +297,21 @@ SPECS = [unary(n, domain=d, prims=(_PRIM.get(n, n),)) for n, d in _TRANSCENDENTA
            shapes=(((2,), (2,)), ((2, 2), (2,)), ((2,), (3,)), ((2,), (1,))),
            dtypes=(I32, F32), domain=grid(0, 1), out_dtype=boolean),
 ]
+
+# --- operators with Python scalars on either side (the promotion fast paths, traced too) ---
+_SCALAR_OPS = [
+    ("scalar_rdiv_float", lambda x: x / 2.0, lambda x: x / np.float32(2.0)),
+    ("scalar_ldiv_float", lambda x: 2.0 / x, lambda x: np.float32(2.0) / x),
+    ("scalar_mul_int", lambda x: x * 3, lambda x: x * np.asarray(3, x.dtype)),
+    ("scalar_rsub_int", lambda x: 1 - x, lambda x: np.asarray(1, x.dtype) - x),
+    ("scalar_add_float", lambda x: x + 0.5, lambda x: x + np.float32(0.5)),
+    ("scalar_pow_float", lambda x: abs(x) ** 1.5, lambda x: np.abs(x) ** np.float32(1.5)),
+    ("scalar_floordiv_int", lambda x: x // 2, lambda x: x // np.asarray(2, x.dtype)),
+    ("scalar_compare", lambda x: x > 0.5, lambda x: x > 0.5),
+]
+SPECS += [
+    OpSpec(name, fn, ref, shapes=(((3,),), ((2, 3),)), dtypes=(F32,) if "float" in name
+           or "pow" in name else (F32, I32), domain=nonzero(),
+           primitives=())
+    for name, fn, ref in _SCALAR_OPS
+]

@@ -76,7 +76,7 @@ def test_no_jax_or_torch_imports():
 def test_readme_opens_with_the_two_commands():
     commands = _readme_commands()
     assert commands == [
-        "pip install -e . && python examples/quickstart.py",
+        "pip install -e . && python examples/train_mlp.py",
         'pip install -e ".[test]" && python -m pytest',
     ], commands
 

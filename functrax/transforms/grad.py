@@ -14,19 +14,32 @@ from functrax.tracing import fun_name
 from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
-def _flat_fun(fun, in_tree, has_aux, aux_box):
-    """``fun`` as a function of flat leaves returning flat outputs (aux kept aside)."""
+class _OutInfo:
+    """Filled in while a flat function runs: output structure and aux structure/count."""
+    out_tree = aux_tree = None
+    n_out = 0
+
+    def split(self, outs):
+        """(outputs, aux pytree or None) from a flat list ending with the aux leaves."""
+        aux = tree_unflatten(self.aux_tree, outs[self.n_out:]) if self.aux_tree else None
+        return list(outs[:self.n_out]), aux
+
+
+def _flat_fun(fun, in_tree, has_aux, info: _OutInfo):
+    """``fun`` as a function of flat leaves returning flat outputs; aux leaves are appended
+    as extra outputs (so they leave the transformation as plain values, never tracers)."""
     def flat(*leaves):
         out = fun(*tree_unflatten(in_tree, list(leaves)))
+        aux_leaves = []
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError(f"{fun_name(fun)} was called with has_aux=True, so it must "
                                 f"return a pair (output, aux), got {type(out).__name__}")
             out, aux = out
-            aux_box.append(aux)
-        leaves_out, tree = tree_flatten(out)
-        aux_box.insert(0, tree)
-        return leaves_out
+            aux_leaves, info.aux_tree = tree_flatten(aux)
+        leaves_out, info.out_tree = tree_flatten(out)
+        info.n_out = len(leaves_out)
+        return leaves_out + aux_leaves
     return flat
 
 
@@ -78,13 +91,12 @@ def jvp(fun, primals, tangents, has_aux=False):
     p_leaves, t_leaves, in_tree = _check_jvp_args(primals, tangents)
     t_leaves = [Zero(tangent_aval(core.get_aval(p))) if core.get_aval(t).dtype == dtypes.float0
                 else t for p, t in zip(p_leaves, t_leaves)]
-    box = []
-    outs, t_outs = jvp_flat(_flat_fun(lambda *a: fun(*a), in_tree, has_aux, box), p_leaves,
-                            t_leaves)
-    out_tree = box[0]
-    res = (tree_unflatten(out_tree, outs),
-           tree_unflatten(out_tree, [_zeros_for(t) for t in t_outs]))
-    return res + (box[1],) if has_aux else res
+    info = _OutInfo()
+    outs, t_outs = jvp_flat(_flat_fun(fun, in_tree, has_aux, info), p_leaves, t_leaves)
+    outs, aux = info.split(outs)
+    res = (tree_unflatten(info.out_tree, outs),
+           tree_unflatten(info.out_tree, [_zeros_for(t) for t in t_outs[:info.n_out]]))
+    return res + (aux,) if has_aux else res
 
 
 def _argnums_split(fun_label, args, argnums):
@@ -111,18 +123,18 @@ def _partial_in(fun, args, nums):
 def linearize(fun, *primals, has_aux=False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` applies the linearization."""
     leaves, in_tree = tree_flatten(primals)
-    box = []
-    outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, box), leaves)
-    out_tree = box[0]
+    info = _OutInfo()
+    outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, info), leaves)
+    outs, aux = info.split(outs)
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != in_tree:
             raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
                             f"expected {in_tree}")
-        return tree_unflatten(out_tree, linear(*t_leaves))
-    out = tree_unflatten(out_tree, outs)
-    return (out, f_jvp, box[1]) if has_aux else (out, f_jvp)
+        return tree_unflatten(info.out_tree, linear(*t_leaves)[:info.n_out])
+    out = tree_unflatten(info.out_tree, outs)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -134,10 +146,13 @@ def vjp(fun, *primals, has_aux=False):
     (Array(1., dtype=float32, weak_type=True),)
     """
     leaves, in_tree = tree_flatten(primals)
-    box = []
-    outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, box), leaves)
-    out_tree = box[0]
+    info = _OutInfo()
+    outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, info), leaves)
+    aux_zeros = [Zero(tangent_aval(core.get_aval(a))) for a in outs[info.n_out:]]
+    outs, aux = info.split(outs)
+    out_tree = info.out_tree
     out_avals = [core.get_aval(o) for o in outs]
+    in_avals = [core.get_aval(x) for x in leaves]
 
     def vjp_fn(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
@@ -152,11 +167,22 @@ def vjp(fun, *primals, has_aux=False):
                 raise ValueError(f"vjp function of {fun_name(fun)}: cotangent of type "
                                  f"{ca.str_short()} does not match the output type "
                                  f"{tangent_aval(a).str_short()}")
-        cts = linear.transpose(ct_leaves)
-        return tree_unflatten(in_tree, [_zeros_for(c) for c in cts])
+        cts = linear.transpose(list(ct_leaves) + aux_zeros)
+        return tree_unflatten(in_tree, [_like_input(_zeros_for(c), a)
+                                        for c, a in zip(cts, in_avals)])
 
     out = tree_unflatten(out_tree, outs)
-    return (out, vjp_fn, box[1]) if has_aux else (out, vjp_fn)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _like_input(ct, aval):
+    """A cotangent with its input's dtype and weak type (as JAX returns them)."""
+    ca = core.get_aval(ct)
+    if ca.dtype == dtypes.float0 or (ca.dtype == aval.dtype and ca.weak_type == aval.weak_type):
+        return ct
+    if ca.dtype != tangent_aval(aval).dtype:
+        return ct
+    return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
 
 
 def _check_grad_input(x, allow_int, label):
@@ -442,16 +468,16 @@ def linear_transpose(fun, *primals):
     from functrax.transforms.transpose import backward_pass
     leaves, in_tree = tree_flatten(primals)
     avals = [core.get_aval(x) for x in leaves]
-    box = []
+    info = _OutInfo()
     pe = PartialEvalTrace(core.current_trace())
     try:
         ins = [pe.new_arg(a) for a in avals]
         with core.set_current_trace(pe):
-            outs = _flat_fun(fun, in_tree, False, box)(*ins)
+            outs = _flat_fun(fun, in_tree, False, info)(*ins)
         closed = pe.to_jaxpr(outs)
     finally:
         pe.invalidate()
-    out_tree = box[0]
+    out_tree = info.out_tree
     out_avals = closed.out_avals
 
     def transposed(ct):

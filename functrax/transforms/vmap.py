@@ -2,11 +2,12 @@
 collectives, and ``chunk_size`` to bound peak memory."""
 from __future__ import annotations
 
+import collections
 import functools
+import inspect
 import operator
 
 from functrax import core, lax
-from functrax.tracing import fun_name
 from functrax.transforms.batching import AxisData, BatchTrace, BatchTracer, matchaxis
 from functrax.tree_util import (
     broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten,
@@ -14,9 +15,13 @@ from functrax.tree_util import (
 
 
 def _check_axes_spec(spec, what):
+    if what == "in_axes" and isinstance(spec, dict):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        "to the positional arguments passed to the function, but got "
+                        f"{spec}.")
     leaves, _ = tree_flatten(spec, is_leaf=lambda x: x is None)
     for leaf in leaves:
-        if leaf is not None and not isinstance(leaf, int):
+        if leaf is not None and (not isinstance(leaf, int) or isinstance(leaf, bool)):
             raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
                             f"types as leaves, but got {spec}.")
 
@@ -53,6 +58,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, chunk_size=
 
     @functools.wraps(fun)
     def vmap_f(*args, **kwargs):
+        if not args and not kwargs and axis_size is None:
+            raise ValueError("vmap wrapped function must be passed at least one argument "
+                             "containing an array, got empty *args=() and **kwargs={}")
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
                              "corresponding to the positional arguments passed to the function, "
@@ -79,11 +87,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, chunk_size=
 
 
 def _leaf_names(fun, args, kwargs):
-    from functrax.tracing import arg_names
-    names = arg_names(fun, args, kwargs)
-    n = len(tree_flatten((args, kwargs))[0])
-    if len(names) != n:
-        names = [f"args{keystr(p)}" for p, _ in tree_flatten_with_path((args, kwargs))[0]]
+    """One name per flattened leaf, as JAX words them: ``argument x['w']``, ``kwargs['b']``
+    (leaves are flattened positional arguments first, then keyword arguments by key)."""
+    try:
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        base = f"argument {params[i]}" if i < len(params) else f"argument args[{i}]"
+        names.extend(base + keystr(p) for p, _ in tree_flatten_with_path(a)[0])
+    for k in sorted(kwargs):
+        names.extend(f"kwargs[{k!r}]" + keystr(p)
+                     for p, _ in tree_flatten_with_path(kwargs[k])[0])
     return names
 
 
@@ -91,7 +108,7 @@ def _normalize_in_axis(ax, x, name):
     if ax is None:
         return None
     if not core.is_arraylike(x):
-        raise ValueError(f"vmap was asked to map argument {name} of type {type(x).__name__} "
+        raise ValueError(f"vmap was asked to map {name} of type {type(x).__name__} "
                          "along an axis, but only arrays can be mapped; use in_axes=None for it")
     shape = core.get_aval(x).shape
     if not -len(shape) <= ax < len(shape):
@@ -109,14 +126,28 @@ def _batch_size(fun, flat, flat_axes, names, axis_size):
         raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
                          "axis_size)")
     if len(sizes) > 1:
-        lines = [f"  * one axis had size {core.get_aval(x).shape[ax]}: axis {ax} of argument "
-                 f"{n} of type {core.get_aval(x).str_short(short_dtypes=False)};"
-                 for x, ax, n in zip(flat, flat_axes, names) if ax is not None]
-        if axis_size is not None:
-            lines.append(f"  * axis_size was given as {axis_size};")
-        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                         + "\n".join(lines))
+        raise ValueError(_inconsistent_sizes_msg(flat, flat_axes, names, axis_size))
     return sizes.pop()
+
+
+def _inconsistent_sizes_msg(flat, flat_axes, names, axis_size):
+    """JAX's text: the most common size first ("most axes (N of them) had size ...")."""
+    mapped = [(core.get_aval(x).shape[ax], ax,
+               f"{n} of type {core.get_aval(x).str_short(short_dtypes=False)}")
+              for x, ax, n in zip(flat, flat_axes, names) if ax is not None]
+    counts = collections.Counter(sz for sz, _, _ in mapped).most_common()
+    lines = []
+    for k, (sz, ct) in enumerate(counts):
+        _, ax, where = next(m for m in mapped if m[0] == sz)
+        if ct == 1:
+            lines.append(f"  * one axis had size {sz}: axis {ax} of {where}")
+        else:
+            many = "most" if k == 0 else "some"
+            lines.append(f"  * {many} axes ({ct} of them) had size {sz}, e.g. axis {ax} of "
+                         f"{where}")
+    if axis_size is not None:
+        lines.append(f"  * axis_size was given as {axis_size}")
+    return "vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
 
 
 def _vmap_call(fun, in_tree, axis_name, out_axes, flat, flat_axes, size):
@@ -129,15 +160,21 @@ def _vmap_call(fun, in_tree, axis_name, out_axes, flat, flat_axes, size):
         pairs = [trace.lift(o) for o in out_flat]
     try:
         flat_out_axes = broadcast_prefix(out_axes, out, is_leaf=lambda x: x is None)
+        spec_paths, spec_tree = tree_flatten_with_path(out_axes, is_leaf=lambda x: x is None)
+        which = broadcast_prefix(tree_unflatten(spec_tree, list(range(len(spec_paths)))), out,
+                                 is_leaf=lambda x: x is None)
     except ValueError:
         raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
                          f"corresponding value, got specification {out_axes} for value tree "
                          f"{out_tree}.") from None
     outs, norm_axes = [], []
-    for (val, bdim), ax in zip(pairs, flat_out_axes):
+    for (val, bdim), ax, w in zip(pairs, flat_out_axes, which):
         if ax is None and bdim is not None:
-            raise ValueError(f"vmap has mapped output (axis_name={axis_name!r}) but out_axes "
-                             f"is None for an output of {fun_name(fun)}")
+            if axis_name is not None:
+                raise ValueError(f"vmap has mapped output (axis_name={axis_name!r}) but "
+                                 "out_axes is None")
+            raise ValueError(f"at vmap out_axes{keystr(spec_paths[w][0])}, got axis spec None "
+                             f"but output was batched on axis {bdim}")
         if ax is not None:
             nd = core.get_aval(val).ndim + (bdim is None)
             if not -nd <= ax < nd:

@@ -1,6 +1,7 @@
 """A jitted MLP training step: trace+compile time, and step time against hand-written numpy.
 
-Run with ``python benchmarks/mlp_step.py [--number N] [--repeat R] [--compiles C]``.
+Run with ``python benchmarks/mlp_step.py [--number N] [--repeat R] [--compiles C]
+[--blas-threads T]``.
 
 The step is the classic one: a 784-512-512-10 MLP with ReLU (defined as ``jax.nn.relu``
 is: ``maximum(x, 0)`` with a custom JVP), softmax cross-entropy on a batch of 128 one-hot
@@ -8,28 +9,47 @@ labels, ``functrax.value_and_grad`` and an SGD update of a pytree of parameters,
 ``functrax.jit``. The script
 
 1. measures trace+compile time: ``jit(step).lower(...).compile()`` on a fresh ``jit``
-   object, best of ``C`` (target: under 0.3 s), with the time spent tracing, in the
-   optimization passes and in the executor's compiler;
+   object, the first one in the process (which also pays one-time warm-ups) and the best
+   of ``C`` more, with the time spent tracing, in the optimization passes and in the
+   executor's compiler (target: under 0.3 s);
 2. checks that the jitted step and a hand-written numpy forward/backward of the same
    network (matmuls on transposed views, in-place updates of its own temporaries, no
    extra copies) agree;
 3. times ``N`` steps of each, interleaving the ``R`` repeats and keeping the best of each,
    and prints milliseconds per step and the ratio jit / numpy (target: within 1.15x).
 
-This is a report, not a test: it never fails on timings. Timings on a busy machine are
-noisy (BLAS threads fight other processes); the best-of-interleaved-repeats design keeps
-the ratio meaningful, and ``OPENBLAS_NUM_THREADS=1`` steadies the absolute numbers.
+``--blas-threads T`` (default 1; 0 keeps the BLAS library's own default) sets the BLAS
+thread count before numpy loads: on a small machine shared with other processes,
+multi-threaded BLAS timings swing by 2x from run to run, for both sides. This is a report,
+not a test: it never fails on timings.
 """
 import argparse
+import os
+import sys
 import time
 
-import numpy as np
 
-import functrax
-import functrax.numpy as fnp
-from functrax.lowering.executor import compile_jaxpr
-from functrax.passes.pipeline import optimize
-from functrax.tree_util import tree_leaves, tree_map
+def _blas_threads(argv):
+    """The --blas-threads value, read before numpy is imported (it fixes BLAS threads)."""
+    for i, a in enumerate(argv):
+        if a == "--blas-threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--blas-threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+if __name__ == "__main__" and _blas_threads(sys.argv[1:]) != "0":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _blas_threads(sys.argv[1:])
+
+import numpy as np  # noqa: E402
+
+import functrax  # noqa: E402
+import functrax.numpy as fnp  # noqa: E402
+from functrax.lowering.executor import compile_jaxpr  # noqa: E402
+from functrax.passes.pipeline import optimize  # noqa: E402
+from functrax.tree_util import tree_leaves, tree_map  # noqa: E402
 
 SIZES = (784, 512, 512, 10)
 BATCH = 128
@@ -153,6 +173,8 @@ def main(argv=None):
     parser.add_argument("--number", type=int, default=20, help="steps per timing")
     parser.add_argument("--repeat", type=int, default=10, help="timings; the best is kept")
     parser.add_argument("--compiles", type=int, default=5, help="trace+compile timings")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="BLAS threads (0: the library default)")
     args = parser.parse_args(argv)
 
     params = init_params()
@@ -160,15 +182,19 @@ def main(argv=None):
     params_np = [{k: np.asarray(v) for k, v in p.items()} for p in params]
     x_np, y_np = np.asarray(x), np.asarray(y)
 
+    t0 = time.perf_counter()
+    functrax.jit(train_step).lower(params, x, y).compile()
+    cold_s = time.perf_counter() - t0
     times = [compile_times(params, x, y) for _ in range(args.compiles)]
     trace_s, opt_s, exe_s, total_s = (min(t[i] for t in times) for i in range(4))
     print(f"MLP train step {'-'.join(map(str, SIZES))}, batch {BATCH}, relu, softmax "
           "cross-entropy, value_and_grad, SGD\n")
-    print(f"trace+compile (jit(step).lower(...).compile(), best of {args.compiles}): "
-          f"{total_s:.3f} s")
-    print(f"  tracing {trace_s:.3f} s, optimization passes {opt_s:.3f} s, executor compile "
-          f"{exe_s:.3f} s")
-    verdict = "meets" if total_s < TARGET_COMPILE_S else "misses"
+    print("trace+compile (jit(step).lower(...).compile()):")
+    print(f"  first in this process {cold_s:.3f} s; then best of {args.compiles}: "
+          f"{total_s:.3f} s (tracing {trace_s:.3f} s, optimization passes {opt_s:.3f} s, "
+          f"executor compile {exe_s:.3f} s)")
+    worst = max(cold_s, total_s)
+    verdict = "meets" if worst < TARGET_COMPILE_S else "misses"
     print(f"  {verdict} the {TARGET_COMPILE_S} s target\n")
 
     jitted = functrax.jit(train_step)
@@ -177,7 +203,9 @@ def main(argv=None):
     for fn in calls:
         fn()
     t_jit, t_np = best_ms_per_step(calls, args.number, args.repeat)
-    print(f"steady-state step time (best of {args.repeat} x {args.number} steps):")
+    threads = "library default" if args.blas_threads == 0 else args.blas_threads
+    print(f"steady-state step time (best of {args.repeat} x {args.number} steps, BLAS "
+          f"threads: {threads}):")
     print(f"  jitted functrax   {t_jit:8.3f} ms")
     print(f"  hand-written numpy {t_np:7.3f} ms")
     ratio = t_jit / t_np

@@ -173,3 +173,21 @@ def test_checkpoint_without_policy_stores_fewer_values_than_plain_grad():
     one = [fnp.array(1.0)]
     np.testing.assert_allclose(np.asarray(lin_plain.transpose(one)[0]),
                                np.asarray(lin_remat.transpose(one)[0]), rtol=1e-6)
+
+
+def test_custom_rules_are_honoured_under_jit():
+    # custom_jvp inside jit, differentiated from outside and inside
+    g_out = fx.grad(fx.jit(log1pexp))(100.0)
+    g_in = fx.jit(fx.grad(log1pexp))(100.0)
+    assert float(g_out) == pytest.approx(1.0) and float(g_in) == pytest.approx(1.0)
+    y, t = fx.jvp(fx.jit(log1pexp), (1.0,), (2.0,))
+    assert float(t) == pytest.approx(2 / (1 + np.exp(-1.0)), rel=1e-6)
+    # custom_vjp inside jit: the clipped gradient, both orders
+    f = lambda x: 5 * clip_gradient(x)  # noqa: E731
+    assert float(fx.grad(fx.jit(f))(2.0)) == 1.0
+    assert float(fx.jit(fx.grad(f))(2.0)) == 1.0
+    # and under vmap of jit of grad
+    gs = fx.vmap(fx.jit(fx.grad(f)))(fnp.array([0.1, 2.0, -3.0]))
+    np.testing.assert_allclose(np.asarray(gs), [1.0, 1.0, 1.0])
+    closed = fx.make_jaxpr(fx.grad(fx.jit(f)))(2.0)
+    fx.check_jaxpr(closed)

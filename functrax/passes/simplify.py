@@ -19,6 +19,8 @@ simplifier does, ``x + 0`` becomes ``x`` for floats too, which differs only for 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.core import Jaxpr, JaxprEqn, Literal
@@ -181,7 +183,6 @@ def lossless(src, dst) -> bool:
     >>> lossless(np.int16, np.float32), lossless(np.int32, np.float32)
     (True, False)
     """
-    import numpy as np
     src, dst = np.dtype(src), np.dtype(dst)
     if src == dst or src.kind == "b":
         return True

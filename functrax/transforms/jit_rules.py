@@ -17,10 +17,9 @@ from functrax.passes.pipeline import optimize
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.batching import batch_jaxpr, vmap_rules
 from functrax.transforms.call_util import trace_subjaxpr
-from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.jit import jit_p
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
-from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_rules
+from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
 
 inlinable[jit_p] = "jaxpr"
@@ -87,34 +86,14 @@ def _jit_partial_eval(trace, args, params):
     unknowns = [trace.is_unknown(x) for x in args]
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
-    split = {}
-
-    def known_fun(*known_in):
-        pe = PartialEvalTrace(core.current_trace())
-        try:
-            unknown_in = [pe.new_arg(x.aval) for x in unknown_args]
-            k_it, u_it = iter(known_in), iter(unknown_in)
-            full = [next(u_it) if u else next(k_it) for u in unknowns]
-            with core.set_current_trace(pe):
-                outs = core.eval_jaxpr(closed.jaxpr, [], *full)
-            split["out_unknowns"] = [pe.is_unknown(o) for o in outs]
-            split["unknown"] = pe.to_jaxpr([o for o in outs if pe.is_unknown(o)])
-        finally:
-            pe.invalidate()
-        known_outs = [o for o, u in zip(outs, split["out_unknowns"]) if not u]
-        return known_outs + list(split["unknown"].consts)
-
     with core.set_current_trace(trace.parent):
-        k_closed, k_consts = _no_consts(trace_to_jaxpr(known_fun, [core.get_aval(x)
-                                                                   for x in known_args]))
+        k_closed, u_closed, out_unk, num_res = partial_eval_closed(closed, unknowns)
+        k_closed, k_consts = _no_consts(k_closed)
         known = jit_p.bind(*k_consts, *known_args, jaxpr=k_closed, name=name) \
             if k_closed.jaxpr.outvars else []
-    out_unk, u_closed = split["out_unknowns"], split["unknown"]
-    num_res = len(u_closed.consts)
     k_outs, res = known[:len(known) - num_res], known[len(known) - num_res:]
     u_outs = trace.stage(jit_p, list(res) + unknown_args,
-                         dict(jaxpr=_consts_to_invars(u_closed.jaxpr), name=name)) \
-        if any(out_unk) else []
+                         dict(jaxpr=u_closed, name=name)) if any(out_unk) else []
     k_it, u_it = iter(k_outs), iter(u_outs)
     return [next(u_it) if u else next(k_it) for u in out_unk]
 

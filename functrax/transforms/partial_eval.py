@@ -36,6 +36,15 @@ class PartialEvalTrace(DynamicJaxprTrace):
         with core.set_current_trace(self.parent):
             return prim.bind(*args, **params)
 
+    def make_unknown(self, x):
+        """An unknown tracer standing for the known value ``x`` (it becomes a residual)."""
+        aval = core.get_aval(x)
+        if isinstance(x, core.Tracer):
+            self.check_foreign(x)
+        elif type(x) is not core.Array:
+            x = core.Array(core.to_numpy_value(x, aval), weak_type=aval.weak_type)
+        return DynamicJaxprTracer(self, aval, self._constvar(x, aval))
+
     def stage(self, prim, args, params):
         """Record the equation (known arguments become residual constvars)."""
         return DynamicJaxprTrace.process_primitive(self, prim, args, params)
@@ -115,3 +124,51 @@ def _rename(eqns, mapping):
         return eqns
     return [e.replace(invars=[mapping.get(v, v) if type(v) is not core.Literal else v
                               for v in e.invars]) for e in eqns]
+
+
+def partial_eval_closed(closed: core.ClosedJaxpr, unknowns, instantiate=False):
+    """Split ``closed`` by re-running it under a :class:`PartialEvalTrace` (so call-like
+    primitives inside are split by their own rules rather than staged whole).
+
+    Args:
+      closed: the program.
+      unknowns: one bool per input.
+      instantiate: a bool, or one per output: force those outputs to be unknown.
+
+    Returns:
+      (known, unknown, out_unknowns, num_res): ``known`` (a ClosedJaxpr, possibly with
+      consts) maps the known inputs to the known outputs followed by ``num_res`` residuals;
+      ``unknown`` (without consts) maps the residuals followed by the unknown inputs to the
+      unknown outputs.
+    """
+    from functrax.tracing import trace_to_jaxpr
+    n_out = len(closed.out_avals)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    known_avals = [a for a, u in zip(closed.in_avals, unknowns) if not u]
+    unknown_avals = [a for a, u in zip(closed.in_avals, unknowns) if u]
+    box = {}
+
+    def known_fun(*known_in):
+        pe = PartialEvalTrace(core.current_trace())
+        try:
+            unknown_in = [pe.new_arg(a) for a in unknown_avals]
+            k_it, u_it = iter(known_in), iter(unknown_in)
+            full = [next(u_it) if u else next(k_it) for u in unknowns]
+            with core.set_current_trace(pe):
+                outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *full)
+            outs = [pe.make_unknown(o) if i and not pe.is_unknown(o) else o
+                    for o, i in zip(outs, inst)]
+            out_unk = [pe.is_unknown(o) for o in outs]
+            unknown = pe.to_jaxpr([o for o, u in zip(outs, out_unk) if u])
+        finally:
+            pe.invalidate()
+        box["out_unknowns"], box["unknown"] = out_unk, unknown
+        return [o for o, u in zip(outs, out_unk) if not u] + list(unknown.consts)
+
+    known = trace_to_jaxpr(known_fun, known_avals)
+    u = box["unknown"]
+    unknown = core.ClosedJaxpr(core.Jaxpr([], u.jaxpr.constvars + u.jaxpr.invars,
+                                          u.jaxpr.outvars, u.jaxpr.eqns), [])
+    return known, unknown, box["out_unknowns"], len(u.consts)
+
+

@@ -27,3 +27,4 @@ from functrax.transforms import custom_jvp, custom_vjp  # noqa: F401,E402
 from functrax.transforms import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
 from functrax.transforms import vmap  # noqa: F401,E402
 from functrax.transforms import block_until_ready, disable_jit, jit  # noqa: F401,E402
+from functrax import control_flow as _control_flow  # noqa: F401,E402  (adds lax.cond, ...)

@@ -1,0 +1,2 @@
+"""Placeholder: filled in by the control-flow work (loops)."""
+__all__ = []

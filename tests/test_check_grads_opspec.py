@@ -42,6 +42,8 @@ NOT_DIFFERENTIABLE = {
                                          "perturbation reorders the operands"),
     "at_multiply": ("duplicate indices: scatter_mul gradients w.r.t. the updates need "
                     "unique_indices=True (NotImplementedError, as JAX)"),
+    "lax_while_three_steps": ("while_loop: reverse mode is undefined (JAX's error text, "
+                              "tested in tests/test_loops.py); forward mode is tested there"),
     "lax_convert_f32_f16": _LOW,
     "lax_convert_f16_f32": _LOW,
     "lax_convert_f32_bf16": _LOW,

@@ -3,6 +3,8 @@ equal the eager numpy backend exactly, and buffer reuse never overwrites a buffe
 input, a const, an output or a live view still refers to."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -183,6 +185,31 @@ def test_relu_gradient_uses_the_blend():
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
 
 
+# --- numpy broadcasting instead of broadcast_in_dim ---
+
+@pytest.mark.parametrize("f, shapes", [
+    (lambda a, b: fnp.broadcast_to(a, (4, 3)) + fnp.broadcast_to(b, (4, 3)), [(), ()]),
+    (lambda a, b: fnp.broadcast_to(a, (4, 3)) * b, [(3,), (4, 3)]),
+    (lambda a, b: lax.broadcast_in_dim(a, (4, 3), (0,)) - b, [(4,), (4, 3)]),
+    (lambda a, b: fnp.broadcast_to(a, (4, 3)) / fnp.broadcast_to(b, (4, 3)), [(3,), (4, 1)]),
+    (lambda a, b: fnp.maximum(fnp.broadcast_to(a, (2, 4, 3)), fnp.broadcast_to(b, (2, 4, 3))),
+     [(1, 3), (4, 1)]),
+    (lambda a, b: (fnp.broadcast_to(a, (4, 3)) + 1.0, fnp.broadcast_to(a, (4, 3))),
+     [(3,), ()]),
+], ids=["scalars", "bias", "leading-dim", "row-and-column", "two-size-1", "also-output"])
+def test_broadcast_operands_of_ufuncs(f, shapes):
+    rng = np.random.RandomState(0)
+    args = [np.array(rng.rand(*s) + 0.5, np.float32) for s in shapes]
+    got, want, _ = _run(f, *args)
+    _assert_same(got, want)
+
+
+def test_bias_add_reads_the_bias_directly():
+    closed = functrax.make_jaxpr(lambda x, b: x @ x.T + b)(np.ones((3, 3), np.float32),
+                                                           np.ones(3, np.float32))
+    assert P.broadcast_in_dim_p not in [op.eqn.primitive for op in X._plan(closed.jaxpr)]
+
+
 # --- dot_general fast paths ---
 
 def _einsum_ref(lhs, rhs, dims):
@@ -270,8 +297,12 @@ def test_dot_transpose_fusion_gives_a_contiguous_result():
 
 def test_dot_used_twice_is_not_fused():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    got, want, _ = _run(lambda a: (lax.dot(a, a.T).T, lax.dot(a, a.T)),
-                        a)
+
+    def f(a):
+        d = lax.dot(a, a.T + 1.0)
+        return d.T, d * 2.0
+
+    got, want, _ = _run(f, a)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w)
 
@@ -504,3 +535,17 @@ def test_multiple_results_primitive():
     got, want, _ = _run(lambda x: lax.sort((x, x * 2.0), num_keys=1), x)
     _assert_same(got, want)
 
+
+
+def test_floating_point_warnings_are_attributed_to_the_backend():
+    """The backend ignores numpy's RuntimeWarnings raised from ``functrax.lowering.*``
+    (inf/nan are values, as in JAX); the generated code counts as the executor module."""
+    _, exe = _compile(lambda x: (1.0 / x, fnp.log(x)), np.zeros(2, np.float32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=RuntimeWarning,
+                                module=r"functrax\.lowering\.")
+        inv, log = exe(np.zeros(2, np.float32))
+        np.divide(np.ones(1), np.zeros(1))  # from here: recorded
+    assert np.isinf(inv).all() and np.isneginf(log).all()
+    assert len(caught) == 1, [str(w.message) for w in caught]

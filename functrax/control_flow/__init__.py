@@ -5,9 +5,12 @@ from functrax.control_flow.cond import *  # noqa: F401,F403
 from functrax.control_flow.scan import *  # noqa: F401,F403
 from functrax.control_flow.loops import *  # noqa: F401,F403
 
-from functrax import lax as _lax  # noqa: E402
-from functrax.control_flow import cond as _cond, loops as _loops, scan as _scan  # noqa: E402
+import importlib as _importlib  # noqa: E402
 
-for _mod in (_cond, _scan, _loops):
+from functrax import lax as _lax  # noqa: E402
+
+# (the star imports above bind the *functions* cond and scan over the submodule names)
+for _mod in (_importlib.import_module(f"functrax.control_flow.{_m}")
+             for _m in ("cond", "scan", "loops")):
     for _name in _mod.__all__:
         setattr(_lax, _name, getattr(_mod, _name))

@@ -14,6 +14,7 @@ On the way the compiler
   something else may still read) writes its result into it with the ufunc's ``out=``;
   donated inputs (see :meth:`Executable.run_consuming`) are owned too;
 - evaluates ``select_n`` with a boolean predicate branch-free (bitwise blend, exact);
+- lets numpy broadcast a ufunc's ``broadcast_in_dim`` operand when that is equivalent;
 - computes ``transpose(dot_general(a, b))`` of a 2-D product as one product with the
   operands swapped, so the result is C-contiguous instead of a transposed view;
 - deletes every local after its last use, so dead intermediates are freed at once.
@@ -32,6 +33,7 @@ from functrax import primitives as P
 from functrax.core import Literal
 from functrax.errors import MissingRuleError
 from functrax.lowering.numpy_backend import numpy_rules
+from functrax.passes.dce import effectful
 
 _NUMERIC = "biufc"  # builtin numpy dtype kinds (ml_dtypes types such as bfloat16 are 'V')
 
@@ -131,35 +133,26 @@ def _exact_ufunc_dtype(ufunc, eqn):
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def _mask(pred, it):
-    """-1 (all bits set) where ``pred``, 0 elsewhere, as integers ``it``."""
-    m = pred.view(np.int8).astype(it)
-    return np.negative(m, out=m)
-
-
 def select2(pred, c0, c1):
-    """``where(pred, c1, c0)`` for a boolean ``pred``, exactly (bitwise blend, no branches)."""
+    """``where(pred, c1, c0)`` for a boolean ``pred``, exactly and without branches: on the
+    bits, ``c0 ^ ((c1 ^ c0) * pred)`` (an integer times 0 or 1 cannot overflow)."""
     it = _INT_OF_SIZE[c0.dtype.itemsize]
     b = c0.view(it)
-    m = _mask(pred, it)
-    np.bitwise_and(m, np.bitwise_xor(c1.view(it), b), out=m)
-    np.bitwise_xor(m, b, out=m)
-    return m.view(c0.dtype)
+    t = np.bitwise_xor(c1.view(it), b)
+    np.multiply(t, pred, out=t)
+    np.bitwise_xor(t, b, out=t)
+    return t.view(c0.dtype)
 
 
 def select2_zero_false(pred, c1):
     """``where(pred, c1, 0)`` where the 0 has all bits clear."""
-    m = _mask(pred, _INT_OF_SIZE[c1.dtype.itemsize])
-    np.bitwise_and(m, c1.view(m.dtype), out=m)
-    return m.view(c1.dtype)
+    return np.multiply(c1.view(_INT_OF_SIZE[c1.dtype.itemsize]), pred).view(c1.dtype)
 
 
 def select2_zero_true(pred, c0):
     """``where(pred, 0, c0)`` where the 0 has all bits clear."""
-    m = pred.view(np.int8).astype(_INT_OF_SIZE[c0.dtype.itemsize])
-    np.subtract(m, 1, out=m)  # 0 where pred, -1 elsewhere
-    np.bitwise_and(m, c0.view(m.dtype), out=m)
-    return m.view(c0.dtype)
+    return np.multiply(c0.view(_INT_OF_SIZE[c0.dtype.itemsize]),
+                       np.logical_not(pred)).view(c0.dtype)
 
 
 def _blendable(eqn):
@@ -267,17 +260,24 @@ def _plan(jaxpr):
     eqns = list(jaxpr.eqns)
     uses = _uses(eqns, jaxpr.outvars)
     producer = {v: e for e in eqns for v in e.outvars}
+    consumer = {}
+    for e in eqns:
+        for v in e.invars:
+            if _is_var(v):
+                consumer.setdefault(v, e)
     ops, skip = [], set()
     for eqn in eqns:
         if id(eqn) in skip:
             continue
-        fused = _fuse_dot_transpose(eqn, eqns, uses)
+        fused = _fuse_dot_transpose(eqn, consumer, uses)
         if fused is not None:
             op, tr = fused
             skip.add(id(tr))
             ops.append(op)
             continue
         op = _Op(eqn)
+        if op.kind == "ufunc":
+            _skip_broadcasts(op, producer)
         if op.fn is select2:
             pred, c0, c1 = eqn.invars
             for i, c, fn in ((1, c0, select2_zero_false), (2, c1, select2_zero_true)):
@@ -291,7 +291,26 @@ def _plan(jaxpr):
     return _drop_dead(ops, jaxpr.outvars)
 
 
-def _fuse_dot_transpose(eqn, eqns, uses):
+def _skip_broadcasts(op, producer):
+    """Read a ``broadcast_in_dim`` operand of a ufunc before the broadcast when numpy's own
+    broadcasting gives the same values (the operand's dims map to the trailing dims) and
+    the result keeps its shape: no broadcast view to build, and often no broadcast at all.
+    """
+    out_shape = op.outs[0].aval.shape
+    for k, v in enumerate(op.ins):
+        src = producer.get(v) if _is_var(v) else None
+        if src is None or src.primitive is not P.broadcast_in_dim_p or len(src.invars) != 1:
+            continue
+        x = src.invars[0]
+        nd, xnd = len(out_shape), len(x.aval.shape)
+        if tuple(src.params["broadcast_dimensions"]) != tuple(range(nd - xnd, nd)):
+            continue
+        ins = op.ins[:k] + [x] + op.ins[k + 1:]
+        if np.broadcast_shapes(*(u.aval.shape for u in ins)) == tuple(out_shape):
+            op.ins = ins
+
+
+def _fuse_dot_transpose(eqn, consumer, uses):
     """``t = transpose[(1, 0)](dot_general(a, b))`` with the product used only there ->
     ``t = dot_general(b, a)`` (contractions swapped): a C-contiguous result."""
     if eqn.primitive is not P.dot_general_p:
@@ -302,7 +321,7 @@ def _fuse_dot_transpose(eqn, eqns, uses):
     if (lb or rb or uses.get(d) != 1 or len(d.aval.shape) != 2
             or lhs.aval.ndim - len(lc) != 1 or rhs.aval.ndim - len(rc) != 1):
         return None
-    tr = next((e for e in eqns if d in e.invars), None)
+    tr = consumer.get(d)
     if tr is None or tr.primitive is not P.transpose_p or \
             tuple(tr.params["permutation"]) != (1, 0):
         return None
@@ -313,7 +332,6 @@ def _fuse_dot_transpose(eqn, eqns, uses):
 
 
 def _drop_dead(ops, outvars):
-    from functrax.passes.dce import effectful
     live = {v for v in outvars if _is_var(v)}
     kept = []
     for op in reversed(ops):
@@ -396,7 +414,9 @@ def _assign_in_place(ops, jaxpr, owned_inputs):
 
 
 def _generate(ops, jaxpr, consts, targets, name):
-    env = {"_nd": np.ndarray, "_fix": _fix}
+    # named after this module, so numpy's floating-point warnings are filtered as the
+    # backend's (inf/nan results are values, as in JAX: see numpy_backend)
+    env = {"_nd": np.ndarray, "_fix": _fix, "__name__": __name__}
     names = {}
 
     def bind(obj, prefix):

@@ -23,6 +23,7 @@ from functrax.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_ja
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 logger = logging.getLogger("functrax")
+_LEAF = tree_flatten(0)[1]
 
 config.define("jit_recompile_warn_threshold", 8,
               "Warn (once per function) when a jitted function compiles more than this often.")
@@ -64,10 +65,11 @@ class _Entry:
         self.optimized = None
         self.out_avals = closed.out_avals
 
-    def executable(self):
+    def executable(self, donated=()):
         if self.exe is None:
-            self.optimized = optimize(self.closed)
-            self.exe = compile_jaxpr(self.optimized)
+            if self.optimized is None:
+                self.optimized = optimize(self.closed)
+            self.exe = compile_jaxpr(self.optimized, donated=donated)
         return self.exe
 
 
@@ -116,6 +118,8 @@ class JitFunction:
         self.backend = backend
         self.device = device
         self._cache = {}
+        self._fast = {}  # tuple of avals -> (executable, out avals, out tree or None)
+        self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums)
         self._compiles = 0
         self._last_key = None
         self._warned = False
@@ -224,35 +228,61 @@ class JitFunction:
 
     def clear_cache(self):
         self._cache.clear()
+        self._fast.clear()
 
     # --- calling ---
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and self._fast_ok:
+            # fast path: positional Arrays only, a signature seen before, no transformation
+            try:
+                key = tuple([a.aval for a in args])
+            except AttributeError:
+                key = None
+            hit = self._fast.get(key) if key is not None else None
+            if hit is not None and type(core.current_trace()) is core.EvalTrace and \
+                    not config.disable_jit and all(type(a) is Array for a in args):
+                exe, out_avals, out_tree = hit
+                outs = [Array._make(v, a) for v, a in zip(
+                    exe.run(*[a._value for a in args]), out_avals)]
+                return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         entry, leaves = self._entry(args, kwargs)
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
             outs = self._run(entry, leaves)
+            if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+                single = entry.out_tree.num_leaves == 1 and entry.out_tree == _LEAF
+                self._fast[tuple(a.aval for a in args)] = (
+                    entry.exe, entry.out_avals, None if single else entry.out_tree)
         else:
             outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=_closure_free(entry),
                               name=self._name)
         return tree_unflatten(entry.out_tree, outs)
 
     def _run(self, entry, leaves):
-        exe = entry.executable()
-        vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
-        outs = exe(*vals)
-        if self.donate_argnums:
-            self._consume_donated(entry, leaves)
+        if not self.donate_argnums:
+            vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
+            outs = entry.executable().run(*vals)
+        else:
+            donated = self._donated_leaves(entry, len(leaves))
+            exe = entry.executable(tuple(sorted(donated)))
+            vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
+            self._consume_donated(leaves, donated)  # before the call: the program owns them
+            outs = exe.run_consuming(vals)
         return [Array._make(v, a) for v, a in zip(outs, entry.out_avals)]
 
-    def _consume_donated(self, entry, leaves):
-        in_tree = entry.key[0]
-        dyn, _ = tree_unflatten(in_tree, list(range(len(leaves))))
+    def _donated_leaves(self, entry, n_leaves):
+        """Flat indices of the leaves of the donated arguments."""
+        dyn, _ = tree_unflatten(entry.key[0], list(range(n_leaves)))
         donated = set()
         for i in self.donate_argnums:
             if i < len(dyn):
                 donated.update(tree_flatten(dyn[i])[0])
+        return donated
+
+    @staticmethod
+    def _consume_donated(leaves, donated):
         for i in donated:
             x = leaves[i]
             if type(x) is Array:

@@ -271,6 +271,18 @@ UNARY = [
           primitives=("stop_gradient",)),
     _spec("jit_call", lambda x: _jitted_sin_sum(x), lambda x: np.sin(x) + np.sum(x),
           shapes=UN, dtypes=(F32,), primitives=("jit",)),
+    _spec("cond_elementwise_pred", lambda x: lax.cond(
+        lax.reduce_sum(x, tuple(range(x.ndim))) > 0, lambda x: lax.sin(x) * 2.0, lax.cos, x),
+        lambda x: np.sin(x) * 2.0 if x.sum() > 0 else np.cos(x),
+        shapes=UN, dtypes=(F32,), primitives=("cond",)),
+    _spec("scan_running_sum", lambda x: lax.scan(
+        lambda c, r: (c + lax.sin(r), c * r), lax.full(x.shape[1:], 0.5, x.dtype), x)[1],
+        lambda x: np.concatenate([np.full((1,) + x.shape[1:], 0.5, x.dtype),
+                                  0.5 + np.cumsum(np.sin(x), 0)[:-1]]) * x,
+        shapes=UN, dtypes=(F32,), primitives=("scan",)),
+    _spec("while_three_steps", lambda x: lax.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5 + lax.sin(c[1])), (0, x))[1],
+        lambda x: _three_steps(x), shapes=UN, dtypes=(F32,), primitives=("while",)),
 ]
 
 ROUND_VALUES = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -0.49999997, 0.7, -1.2, 3.0, 0.0]
@@ -583,6 +595,12 @@ CONTRACTION = [
 _jitted_sin_sum = functrax.jit(lambda x: lax.add(lax.sin(x), lax.reduce_sum(x, (0,)))
                                if x.ndim == 1 else lax.add(lax.sin(x), lax.reduce_sum(
                                    x, tuple(range(x.ndim)))))
+
+
+def _three_steps(x):
+    for _ in range(3):
+        x = x * np.float32(0.5) + np.sin(x)
+    return x
 
 
 SPECS = (UNARY + ROUNDING + BINARY + PARAMETRIC + CONVERT + REDUCTIONS + CUMULATIVE + SORT

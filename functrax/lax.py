@@ -46,25 +46,25 @@ def _binary(prim):
     return op
 
 
-neg, sign, abs, floor, ceil = builtins.map(_unary, (P.neg_p, P.sign_p, P.abs_p, P.floor_p, P.ceil_p))
-exp, exp2, log, log1p, expm1 = builtins.map(_unary, (P.exp_p, P.exp2_p, P.log_p, P.log1p_p, P.expm1_p))
-tanh, logistic, sqrt, rsqrt, cbrt = builtins.map(_unary, (P.tanh_p, P.logistic_p, P.sqrt_p, P.rsqrt_p,
+neg, sign, abs, floor, ceil = map(_unary, (P.neg_p, P.sign_p, P.abs_p, P.floor_p, P.ceil_p))
+exp, exp2, log, log1p, expm1 = map(_unary, (P.exp_p, P.exp2_p, P.log_p, P.log1p_p, P.expm1_p))
+tanh, logistic, sqrt, rsqrt, cbrt = map(_unary, (P.tanh_p, P.logistic_p, P.sqrt_p, P.rsqrt_p,
                                                   P.cbrt_p))
-sin, cos, tan, asin, acos, atan = builtins.map(_unary, (P.sin_p, P.cos_p, P.tan_p, P.asin_p, P.acos_p,
+sin, cos, tan, asin, acos, atan = map(_unary, (P.sin_p, P.cos_p, P.tan_p, P.asin_p, P.acos_p,
                                                 P.atan_p))
-sinh, cosh, asinh, acosh, atanh = builtins.map(_unary, (P.sinh_p, P.cosh_p, P.asinh_p, P.acosh_p,
+sinh, cosh, asinh, acosh, atanh = map(_unary, (P.sinh_p, P.cosh_p, P.asinh_p, P.acosh_p,
                                                 P.atanh_p))
-erf, erfc, erf_inv, lgamma, digamma = builtins.map(_unary, (P.erf_p, P.erfc_p, P.erf_inv_p, P.lgamma_p,
+erf, erfc, erf_inv, lgamma, digamma = map(_unary, (P.erf_p, P.erfc_p, P.erf_inv_p, P.lgamma_p,
                                                     P.digamma_p))
-square, is_finite, bitwise_not = builtins.map(_unary, (P.square_p, P.is_finite_p, P.not_p))
-real, imag, conj = builtins.map(_unary, (P.real_p, P.imag_p, P.conj_p))
+square, is_finite, bitwise_not = map(_unary, (P.square_p, P.is_finite_p, P.not_p))
+real, imag, conj = map(_unary, (P.real_p, P.imag_p, P.conj_p))
 
-add, sub, mul, div, rem, pow = builtins.map(_binary, (P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p,
+add, sub, mul, div, rem, pow = map(_binary, (P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p,
                                               P.pow_p))
-max, min, atan2, nextafter = builtins.map(_binary, (P.max_p, P.min_p, P.atan2_p, P.nextafter_p))
-eq, ne, lt, le, gt, ge = builtins.map(_binary, (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p))
-bitwise_and, bitwise_or, bitwise_xor = builtins.map(_binary, (P.and_p, P.or_p, P.xor_p))
-shift_left, shift_right_arithmetic, shift_right_logical = builtins.map(_binary, (
+max, min, atan2, nextafter = map(_binary, (P.max_p, P.min_p, P.atan2_p, P.nextafter_p))
+eq, ne, lt, le, gt, ge = map(_binary, (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (P.and_p, P.or_p, P.xor_p))
+shift_left, shift_right_arithmetic, shift_right_logical = map(_binary, (
     P.shift_left_p, P.shift_right_arithmetic_p, P.shift_right_logical_p))
 
 
@@ -519,7 +519,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
         out = [size * v if type(v) in (int, float, complex) else mul(v, _operand(size, v))
                for v in leaves]
     else:
-        out = P.psum_p.bind(*builtins.map(_leaf_operand, leaves), axes=named, axis_index_groups=None)
+        out = P.psum_p.bind(*[_leaf_operand(v) for v in leaves], axes=named,
+                            axis_index_groups=None)
     return _tree_unflatten(tree, out)
 
 
@@ -558,7 +559,8 @@ def _pminmax(prim, reduce_fn, fn):
         leaves, tree = _tree_flatten(x)
         leaves = [_reduce_positional(fn, reduce_fn, v, pos) for v in leaves]
         if named and leaves:
-            leaves = prim.bind(*builtins.map(_leaf_operand, leaves), axes=named, axis_index_groups=None)
+            leaves = prim.bind(*[_leaf_operand(v) for v in leaves], axes=named,
+                               axis_index_groups=None)
         return _tree_unflatten(tree, leaves)
     op.__name__ = fn
     op.__doc__ = (f"Elementwise {fn[1:]}imum of ``x`` (an array or pytree) over the named axis "

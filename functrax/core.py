@@ -463,6 +463,8 @@ def abstract_eval_cached(prim: Primitive, avals: tuple, params: dict):
     except TypeError:  # unhashable params
         return abstract_eval(prim, avals, params)
     out = abstract_eval(prim, avals, params)
+    if any(True for _ in _sub_jaxprs(params)):
+        return out  # call-like: new jaxprs each call would keep executables alive in the cache
     if len(_AE_CACHE) > 20000:
         _AE_CACHE.clear()
     _AE_CACHE[key] = out

@@ -305,6 +305,19 @@ def test_linearize_with_condition_on_a_closed_over_value():
     assert float(y) == 10.0 and float(f_lin(np.float32(1.0))) == 5.0
 
 
+def test_linearize_with_an_unknown_const_that_no_carry_depends_on():
+    # ``s`` enters the body (its tangent is an operand) but only through a comparison
+    def f(x, s):
+        return lax.while_loop(lambda c: c[0] < 3,
+                              lambda c: (c[0] + 1, lax.select(s > 0, c[1] * 2.0, c[1])),
+                              (0, x))[1]
+
+    y, f_lin = linearize(f, np.float32(1.0), np.float32(1.0))
+    assert float(y) == 8.0
+    assert float(f_lin(np.float32(1.0), np.float32(1.0))) == 8.0
+    assert float(f_lin(np.float32(0.0), np.float32(1.0))) == 0.0
+
+
 # --- reverse mode ---
 
 
@@ -378,6 +391,23 @@ def test_max_steps_pytree_closure_and_checkpointed_body():
     close(vmap(grad(f))(np.stack([x, x * 2])),
           np.stack([g_ref, grad(lambda x: fnp.sum(_unrolled(cond, body, {"x": x, "k": 0})[
               "x"]))(x * 2)]))
+
+
+def test_max_steps_checkpointed_body_stores_fewer_residuals():
+    def body(c):
+        return c[0] + 1, fnp.sin(fnp.sin(fnp.sin(c[1]))) * 1.1
+
+    def f(x, b):
+        return fnp.sum(lax.while_loop(lambda c: c[0] < 5, b, (0, x), max_steps=8)[1])
+
+    def stacked_residuals(b):
+        closed = checked_jaxpr(grad(lambda x: f(x, b)), np.ones(3, np.float32))
+        fwd = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"][0]
+        return [v.aval.shape for v in fwd.outvars if v.aval.shape == (8, 3)]
+
+    assert len(stacked_residuals(functrax.checkpoint(body))) < len(stacked_residuals(body))
+    x = np.ones(3, np.float32)
+    close(grad(lambda x: f(x, functrax.checkpoint(body)))(x), grad(lambda x: f(x, body))(x))
 
 
 # --- vmap ---
@@ -585,3 +615,10 @@ def test_while_primitive_type_check():
             "while: body_jaxpr takes [i32[], f32[]] but is given [f32[]]")):
         eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **bad)
 
+
+
+def test_docstring_examples():
+    import doctest
+    import sys
+    result = doctest.testmod(sys.modules["functrax.control_flow.loops"])
+    assert result.failed == 0 and result.attempted >= 2

@@ -32,7 +32,7 @@ from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten, treedef_is_leaf,
 )
 
-__all__ = ["while_loop", "fori_loop"]
+__all__ = ["while_loop", "fori_loop", "while_p"]
 
 while_p = new_primitive("while", multiple_results=True)
 

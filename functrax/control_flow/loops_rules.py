@@ -137,25 +137,22 @@ jvp_rules[while_p] = _while_jvp
 # recomputes the known parts, like rematerialization). Its transpose raises JAX's error.
 
 
-def _known_part(closed: ClosedJaxpr, unknowns, instantiate, n_known_out):
-    """(known jaxpr without consts, its consts, out_unknowns) of ``closed`` split by
-    ``unknowns``; the known jaxpr computes only the first ``n_known_out`` known outputs."""
-    known, _, out_unk, num_res = partial_eval_closed(closed, unknowns, instantiate)
-    if n_known_out is None:
-        return None, None, out_unk
-    used = [i < n_known_out for i in range(len(known.jaxpr.outvars))]
-    j = dce_jaxpr(known.jaxpr, used)[0]
-    conv, consts = closure_convert(ClosedJaxpr(j, known.consts))
-    return conv, consts, out_unk
+def _trim(known: ClosedJaxpr, n_out):
+    """The known jaxpr computing only its first ``n_out`` outputs (residuals dropped), as
+    (jaxpr without consts, consts)."""
+    used = [i < n_out for i in range(len(known.jaxpr.outvars))]
+    return closure_convert(ClosedJaxpr(dce_jaxpr(known.jaxpr, used)[0], known.consts))
 
 
 def _carry_unknowns(body, bconst_uk, init_uk):
+    """Fixed point: a carry is unknown if its initial value is, or the body makes it so.
+    Returns (carry_uk, the body's known part for those unknowns)."""
     carry_uk = list(init_uk)
     for _ in range(len(carry_uk) + 1):
-        _, _, out_uk = _known_part(body, bconst_uk + carry_uk, carry_uk, None)
+        known, _, out_uk, _ = partial_eval_closed(body, bconst_uk + carry_uk, carry_uk)
         new = [c or o for c, o in zip(carry_uk, out_uk)]
         if new == carry_uk:
-            return carry_uk
+            return carry_uk, known
         carry_uk = new
     raise AssertionError("while partial eval: fixed point not reached")
 
@@ -165,19 +162,18 @@ def _while_partial_eval(trace, args, params):
     cond, body = params["cond_jaxpr"], params["body_jaxpr"]
     cconst_uk, bconst_uk, init_uk = _split3([trace.is_unknown(x) for x in args], cn, bn)
     with core.set_current_trace(trace.parent):
-        carry_uk = _carry_unknowns(body, bconst_uk, init_uk)
-        _, _, (pred_uk,) = _known_part(cond, cconst_uk + carry_uk, False, None)
+        carry_uk, body_known = _carry_unknowns(body, bconst_uk, init_uk)
+        cond_known, _, (pred_uk,), _ = partial_eval_closed(cond, cconst_uk + carry_uk)
     if pred_uk or all(carry_uk):
         return trace.stage(while_p, args, params)
-    n_known = carry_uk.count(False)
     cconsts, bconsts, init = _split3(args, cn, bn)
 
     def known(xs, uk):
         return [x for x, u in zip(xs, uk) if not u]
 
     with core.set_current_trace(trace.parent):
-        cond_k, ck_consts, _ = _known_part(cond, cconst_uk + carry_uk, False, 1)
-        body_k, bk_consts, _ = _known_part(body, bconst_uk + carry_uk, carry_uk, n_known)
+        cond_k, ck_consts = _trim(cond_known, 1)
+        body_k, bk_consts = _trim(body_known, carry_uk.count(False))
         known_outs = _bind(ck_consts + known(cconsts, cconst_uk),
                            bk_consts + known(bconsts, bconst_uk), known(init, carry_uk),
                            cond_k, body_k)
@@ -232,12 +228,14 @@ def _batch_closed(closed: ClosedJaxpr, axis, in_bat, force):
 
 
 def _batched_carries(axis, body, bconst_bat, init_bat):
+    """Fixed point: a carry is batched if its initial value is, or the body makes it so.
+    Returns (carry_bat, the body batched for it)."""
     carry_bat = list(init_bat)
     for _ in range(len(carry_bat) + 1):
-        _, out_bat = _batch_closed(body, axis, bconst_bat + carry_bat, carry_bat)
+        body_b, out_bat = _batch_closed(body, axis, bconst_bat + carry_bat, carry_bat)
         new = [c or o for c, o in zip(carry_bat, out_bat)]
         if new == carry_bat:
-            return carry_bat
+            return carry_bat, body_b
         carry_bat = new
     raise AssertionError("while vmap: fixed point not reached")
 
@@ -258,9 +256,7 @@ def _lane_select_loop(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc, n_bc):
         return [lax.select(lax.broadcast_in_dim(pred, core.get_aval(c).shape, (0,)), n, c)
                 for n, c in zip(new, carry)]
 
-    n_carry = len(body_b.in_avals) - n_bc
     cond_avals = cond_b.in_avals[:n_cc] + body_b.in_avals[n_bc:]
-    assert len(cond_avals) == n_cc + n_carry
     return trace_to_jaxpr(cond, cond_avals), trace_to_jaxpr(body, in_avals)
 
 
@@ -270,14 +266,14 @@ def _while_vmap(axis, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     bat = [d is not None for d in dims]
     cconst_bat, bconst_bat, init_bat = _split3(bat, cond_nconsts, body_nconsts)
     cconsts, bconsts, init = _split3(vals, cond_nconsts, body_nconsts)
-    carry_bat = _batched_carries(axis, body_jaxpr, bconst_bat, init_bat)
-    _, (pred_bat,) = _batch_closed(cond_jaxpr, axis, cconst_bat + carry_bat, [False])
-    if pred_bat:
+    carry_bat, body_b = _batched_carries(axis, body_jaxpr, bconst_bat, init_bat)
+    cond_b, (pred_bat,) = _batch_closed(cond_jaxpr, axis, cconst_bat + carry_bat, [False])
+    if pred_bat and not all(carry_bat):  # every lane steps its own carry: batch them all
         carry_bat = [True] * len(carry_bat)
+        body_b, _ = _batch_closed(body_jaxpr, axis, bconst_bat + carry_bat, carry_bat)
+        cond_b, _ = _batch_closed(cond_jaxpr, axis, cconst_bat + carry_bat, [True])
     init = [matchaxis(size, 0 if d else None, 0, v) if b else v
             for v, d, b in zip(init, init_bat, carry_bat)]
-    body_b, _ = _batch_closed(body_jaxpr, axis, bconst_bat + carry_bat, carry_bat)
-    cond_b, _ = _batch_closed(cond_jaxpr, axis, cconst_bat + carry_bat, [pred_bat])
     cond_b, c_consts = closure_convert(cond_b)
     body_b, b_consts = closure_convert(body_b)
     cconsts, bconsts = c_consts + cconsts, b_consts + bconsts

@@ -11,6 +11,7 @@ Array([1, 2, 3], dtype=int8)
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 
 import numpy as np
@@ -622,13 +623,42 @@ def hypot(x1, x2, /):
 
 
 def logaddexp(x1, x2, /):
-    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
+    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow.
+
+    Its derivative is JAX's custom rule (``exp(x_i - out)``), so it is 0.5 / 0.5 where the
+    inputs are equal (the kinks of max and abs would give 0 there).
+    """
     x1, x2 = _I("logaddexp", x1, x2)
     _no_complex("logaddexp", x1)
+    return _logaddexp_custom()(x1, x2)
+
+
+def _logaddexp_primal(x1, x2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     return _where(isnan(delta), lax.add(x1, x2),  # NaNs, or infinities of the same sign
                   lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+def _replace_inf(x):
+    return _where(isinf(x), _const(x, 0), x)
+
+
+def _logaddexp_jvp(primals, tangents):
+    (x1, x2), (t1, t2) = primals, tangents
+    out = _logaddexp_custom()(x1, x2)
+    o = _replace_inf(out)
+    return out, lax.add(lax.mul(t1, lax.exp(lax.sub(_replace_inf(x1), o))),
+                        lax.mul(t2, lax.exp(lax.sub(_replace_inf(x2), o))))
+
+
+@functools.lru_cache(maxsize=None)
+def _logaddexp_custom():
+    # built on first use: functrax.numpy is imported before the transforms package
+    from functrax.transforms.custom_derivatives import custom_jvp
+    f = custom_jvp(_logaddexp_primal)
+    f.defjvp(_logaddexp_jvp)
+    return f
 
 
 def logaddexp2(x1, x2, /):

@@ -28,3 +28,5 @@ from functrax.transforms import checkpoint, checkpoint_policies, remat  # noqa: 
 from functrax.transforms import vmap  # noqa: F401,E402
 from functrax.transforms import block_until_ready, disable_jit, jit  # noqa: F401,E402
 from functrax import control_flow as _control_flow  # noqa: F401,E402  (adds lax.cond, ...)
+from functrax import nn, optim  # noqa: F401,E402
+from functrax import random  # noqa: F401,E402

@@ -44,6 +44,9 @@ NOT_DIFFERENTIABLE = {
                     "unique_indices=True (NotImplementedError, as JAX)"),
     "lax_while_three_steps": ("while_loop: reverse mode is undefined (JAX's error text, "
                               "tested in tests/test_loops.py); forward mode is tested there"),
+    "while_loop_data_dependent": ("unbounded while_loop: reverse mode is undefined (JAX's "
+                                  "error text, tested in tests/test_composition.py); forward "
+                                  "mode, also under vmap and jit, is tested there"),
     "lax_convert_f32_f16": _LOW,
     "lax_convert_f16_f32": _LOW,
     "lax_convert_f32_bf16": _LOW,

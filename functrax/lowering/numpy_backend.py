@@ -415,3 +415,4 @@ numpy_rules.update({
 })
 
 from functrax.lowering import numpy_gather_scatter  # noqa: F401,E402
+from functrax.lowering import numpy_prng  # noqa: F401,E402

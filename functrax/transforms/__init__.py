@@ -14,3 +14,4 @@ from functrax.transforms.jit import block_until_ready, disable_jit, jit  # noqa:
 from functrax.transforms import batching_rules_indexing as _batching_rules_indexing  # noqa: F401,E402
 from functrax.transforms import batching_rules_calls as _batching_rules_calls  # noqa: F401,E402
 from functrax.transforms import collective_rules as _collective_rules  # noqa: F401,E402
+from functrax.transforms import prng_rules as _prng_rules  # noqa: F401,E402

@@ -1,0 +1,196 @@
+"""Parameter initializers (as ``jax.nn.initializers``).
+
+Each factory returns ``init(key, shape, dtype=float32) -> Array``; random ones draw from
+``functrax.random`` with the given PRNG key.
+
+>>> from functrax import random
+>>> from functrax.nn import initializers
+>>> w = initializers.glorot_normal()(random.PRNGKey(0), (3, 4))
+>>> w.shape, w.dtype
+((3, 4), dtype('float32'))
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from functrax import dtypes
+from functrax import numpy as fnp
+
+__all__ = [
+    "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+    "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
+    "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform",
+    "zeros",
+]
+
+_FLOAT = np.float64  # JAX's jnp.float_: float32 unless x64 is enabled
+# stddev of a standard normal truncated to (-2, 2)
+_TRUNC_STD = 0.87962566103423978
+
+
+def _random():
+    try:
+        from functrax import random
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError(f"functrax.nn.initializers needs functrax.random ({e}).") from e
+    return random
+
+
+def _shape(name, shape):
+    try:
+        return tuple(operator.index(d) for d in
+                     ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    except TypeError:
+        raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}.") from None
+
+
+def _dtype(name, dtype, *, inexact=True):
+    dt = dtypes.canonicalize_dtype(dtype)
+    if inexact and not dtypes.is_inexact(dt):
+        raise TypeError(f"{name}: dtype must be a floating dtype, got {dt.name}. Pass e.g. "
+                        "dtype=functrax.numpy.float32.")
+    return dt
+
+
+def zeros(key, shape, dtype=_FLOAT):
+    """All zeros (``key`` is unused).
+
+    >>> zeros(None, (2,))
+    Array([0., 0.], dtype=float32)
+    """
+    return fnp.zeros(_shape("zeros", shape), _dtype("zeros", dtype, inexact=False))
+
+
+def ones(key, shape, dtype=_FLOAT):
+    """All ones (``key`` is unused)."""
+    return fnp.ones(_shape("ones", shape), _dtype("ones", dtype, inexact=False))
+
+
+def constant(value, dtype=_FLOAT):
+    """An initializer returning arrays filled with ``value``.
+
+    >>> constant(-7)(None, (2,))
+    Array([-7., -7.], dtype=float32)
+    """
+    def init(key, shape, dtype=dtype):
+        return fnp.full(_shape("constant", shape), value,
+                        dtype=_dtype("constant", dtype, inexact=False))
+    return init
+
+
+def uniform(scale=1e-2, dtype=_FLOAT):
+    """An initializer drawing uniformly from ``[0, scale)``."""
+    def init(key, shape, dtype=dtype):
+        dt = _dtype("uniform", dtype)
+        return _random().uniform(key, _shape("uniform", shape), dt) * fnp.array(scale, dt)
+    return init
+
+
+def normal(stddev=1e-2, dtype=_FLOAT):
+    """An initializer drawing from a normal distribution with mean 0 and ``stddev``."""
+    def init(key, shape, dtype=dtype):
+        dt = _dtype("normal", dtype)
+        return _random().normal(key, _shape("normal", shape), dt) * fnp.array(stddev, dt)
+    return init
+
+
+def truncated_normal(stddev=1e-2, dtype=_FLOAT, lower=-2.0, upper=2.0):
+    """An initializer drawing ``stddev * z`` for ``z`` a standard normal truncated to
+    ``[lower, upper]`` (so the result's stddev is below ``stddev``)."""
+    def init(key, shape, dtype=dtype):
+        dt = _dtype("truncated_normal", dtype)
+        z = _random().truncated_normal(key, lower, upper, _shape("truncated_normal", shape), dt)
+        return z * fnp.array(stddev, dt)
+    return init
+
+
+def _axis_size(shape, axis, what):
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    for a in axes:
+        if not -len(shape) <= a < len(shape):
+            raise ValueError(f"variance_scaling: {what}={axis!r} is out of bounds for a "
+                             f"weights shape {shape}.")
+    return math.prod(shape[a] for a in axes)
+
+
+def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
+    """(fan_in, fan_out) of a weights ``shape``: the in/out sizes times the receptive field
+    (all the other non-batch axes)."""
+    if len(shape) <= 1:
+        raise ValueError(f"Can't compute input and output sizes of a {len(shape)}-dimensional "
+                         f"weights tensor (shape {shape}). Must be at least 2D.")
+    in_size = _axis_size(shape, in_axis, "in_axis")
+    out_size = _axis_size(shape, out_axis, "out_axis")
+    batch_size = _axis_size(shape, batch_axis, "batch_axis")
+    receptive_field_size = math.prod(shape) / in_size / out_size / batch_size
+    return in_size * receptive_field_size, out_size * receptive_field_size
+
+
+def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
+                     dtype=_FLOAT):
+    """An initializer whose samples have variance ``scale / n``.
+
+    Args:
+      scale: scaling factor (positive).
+      mode: ``"fan_in"`` (``n`` = inputs), ``"fan_out"`` (outputs) or ``"fan_avg"`` (their
+        mean); fans count the receptive field (every axis but in/out/batch).
+      distribution: ``"truncated_normal"`` (normal truncated to 2 stddevs, rescaled),
+        ``"normal"`` or ``"uniform"``.
+      in_axis, out_axis, batch_axis: axes (ints or sequences) of the weights shape.
+      dtype: default dtype of the result.
+
+    >>> from functrax import random
+    >>> init = variance_scaling(2.0, "fan_in", "normal")
+    >>> init(random.PRNGKey(0), (4, 3)).shape
+    (4, 3)
+    """
+    if mode not in ("fan_in", "fan_out", "fan_avg"):
+        raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
+    if distribution not in ("truncated_normal", "normal", "uniform"):
+        raise ValueError(f"invalid distribution for variance scaling initializer: "
+                         f"{distribution}")
+
+    def init(key, shape, dtype=dtype):
+        shape = _shape("variance_scaling", shape)
+        dt = _dtype("variance_scaling", dtype)
+        if not dtypes.is_float(dt):
+            raise NotImplementedError(f"variance_scaling: complex dtypes ({dt.name}) are not "
+                                      "supported; pass a real floating dtype.")
+        fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
+        denominator = {"fan_in": fan_in, "fan_out": fan_out,
+                       "fan_avg": (fan_in + fan_out) / 2}[mode]
+        variance = scale / denominator
+        rnd = _random()
+        if distribution == "truncated_normal":
+            stddev = fnp.array(math.sqrt(variance) / _TRUNC_STD, dt)
+            return rnd.truncated_normal(key, -2, 2, shape, dt) * stddev
+        if distribution == "normal":
+            return rnd.normal(key, shape, dt) * fnp.array(math.sqrt(variance), dt)
+        return rnd.uniform(key, shape, dt, -1) * fnp.array(math.sqrt(3 * variance), dt)
+    return init
+
+
+def _named(scale, mode, distribution, doc):
+    def factory(in_axis=-2, out_axis=-1, batch_axis=(), dtype=_FLOAT):
+        return variance_scaling(scale, mode, distribution, in_axis=in_axis,
+                                out_axis=out_axis, batch_axis=batch_axis, dtype=dtype)
+    factory.__doc__ = doc + (f" (``variance_scaling({scale}, {mode!r}, "
+                             f"{distribution!r})``).")
+    return factory
+
+
+glorot_uniform = _named(1.0, "fan_avg", "uniform", "Glorot/Xavier uniform initializer")
+glorot_normal = _named(1.0, "fan_avg", "truncated_normal", "Glorot/Xavier normal initializer")
+lecun_uniform = _named(1.0, "fan_in", "uniform", "LeCun uniform initializer")
+lecun_normal = _named(1.0, "fan_in", "truncated_normal", "LeCun normal initializer")
+he_uniform = _named(2.0, "fan_in", "uniform", "He/Kaiming uniform initializer")
+he_normal = _named(2.0, "fan_in", "truncated_normal", "He/Kaiming normal initializer")
+for _n in ("glorot_uniform", "glorot_normal", "lecun_uniform", "lecun_normal", "he_uniform",
+           "he_normal"):
+    globals()[_n].__name__ = globals()[_n].__qualname__ = _n
+xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
+kaiming_uniform, kaiming_normal = he_uniform, he_normal
+del _n

@@ -26,7 +26,7 @@ from functrax.passes.inline import inlinable
 from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import (
-    BatchTrace, BatchTracer, bdim_at_front, matchaxis, moveaxis, vmap_rules,
+    batch_jaxpr, bdim_at_front, matchaxis, moveaxis, vmap_rules,
 )
 from functrax.transforms.call_util import closure_convert
 from functrax.transforms.jvp import Zero, add_tangents, instantiate, jvp_rules, tangent_aval
@@ -311,28 +311,12 @@ transpose_rules[scan_p] = _scan_transpose
 
 def _batch_body(closed, axis, in_dims, carry_b, num_carry):
     """The batched body; carries flagged in ``carry_b`` leave at batch axis 0, batched ys
-    at axis 0. Returns (ClosedJaxpr, the body's own out dims, ys batched)."""
-    in_avals = []
-    for a, d in zip(closed.in_avals, in_dims):
-        shape = list(a.shape)
-        if d is not None:
-            shape.insert(d, axis.size)
-        in_avals.append(a.update(shape=tuple(shape)))
-    box = []
-
-    def f(*args):
-        trace = BatchTrace(core.current_trace(), axis)
-        with core.new_trace(trace):
-            ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
-            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
-            pairs = [trace.lift(o) for o in outs]
-        box.append([d for _, d in pairs])
-        carry, ys = pairs[:num_carry], pairs[num_carry:]
-        return ([matchaxis(axis.size, d, 0, v) if b else v for (v, d), b in zip(carry, carry_b)]
-                + [v if d is None else moveaxis(v, d, 0) for v, d in ys])
-
-    batched = trace_to_jaxpr(f, in_avals)
-    return batched, box[0]
+    at axis 0. Returns (ClosedJaxpr, the body's own out dims)."""
+    def place(i, v, d):
+        if i < num_carry:
+            return matchaxis(axis.size, d, 0, v) if carry_b[i] else v
+        return v if d is None else moveaxis(v, d, 0)
+    return batch_jaxpr(closed, axis, in_dims, place)
 
 
 def _scan_vmap(axis, vals, dims, *, jaxpr, length, reverse, unroll, num_consts, num_carry):

@@ -146,8 +146,12 @@ def matchaxis(size, src, dst, x):
     return moveaxis(x, src, dst)
 
 
-def batch_jaxpr(closed: core.ClosedJaxpr, axis: AxisData, in_dims):
+def batch_jaxpr(closed: core.ClosedJaxpr, axis: AxisData, in_dims, place_out=None):
     """Trace the batched version of ``closed`` for inputs batched along ``in_dims``.
+
+    Args:
+      place_out: optional ``fn(i, value, out_dim) -> value`` moving output ``i`` (e.g. to
+        force a carry batched at axis 0); the returned out dims are those before placing.
 
     Returns (ClosedJaxpr over the batched inputs, out_dims).
     """
@@ -169,7 +173,9 @@ def batch_jaxpr(closed: core.ClosedJaxpr, axis: AxisData, in_dims):
             outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
             pairs = [trace.lift(o) for o in outs]
         out_dims_box.append([d for _, d in pairs])
-        return [v for v, _ in pairs]
+        if place_out is None:
+            return [v for v, _ in pairs]
+        return [place_out(i, v, d) for i, (v, d) in enumerate(pairs)]
 
     batched = trace_to_jaxpr(f, in_avals)
     return batched, out_dims_box[0]

@@ -30,3 +30,5 @@ from functrax.transforms import block_until_ready, disable_jit, jit  # noqa: F40
 from functrax import control_flow as _control_flow  # noqa: F401,E402  (adds lax.cond, ...)
 from functrax import nn, optim  # noqa: F401,E402
 from functrax import random  # noqa: F401,E402
+from functrax.devices import devices, local_devices, device_count, local_device_count, process_index, process_count, device_put_sharded, device_put_replicated  # noqa
+from functrax.transforms.pmap import pmap  # noqa

@@ -657,6 +657,9 @@ def jaxpr_as_fun(closed: ClosedJaxpr):
 
 # --- type checking ---
 
+# primitive -> fn(params) -> (axis_name, size) that the primitive binds for its sub-jaxprs
+axis_binding_rules: dict = {}
+
 
 def _sub_jaxprs(params):
     for v in params.values():
@@ -731,8 +734,11 @@ class _JaxprChecker:
     def check_eqn(self, eqn):
         for v in eqn.invars:
             self.read(v, eqn)
-        for sub in _sub_jaxprs(eqn.params):
-            check_jaxpr(sub)
+        binder = axis_binding_rules.get(eqn.primitive)
+        name, size = binder(eqn.params) if binder else (None, 0)
+        with extend_axis_env(name, size):  # e.g. pmap binds its axis inside its sub-jaxpr
+            for sub in _sub_jaxprs(eqn.params):
+                check_jaxpr(sub)
         try:
             out = abstract_eval(eqn.primitive, [v.aval for v in eqn.invars], eqn.params)
         except Exception as e:  # noqa: BLE001 - re-raised with the equation attached

@@ -29,9 +29,11 @@ _COLLECTIVES = ("all_gather", "all_to_all", "axis_index", "pmax", "pmin", "pperm
 _COLLECTIVE = ("collective over a named axis: executed by the vmap rule / the pmap runtime "
                "(later issue); tested in tests/test_collectives.py")
 EXEMPT.update({name: _COLLECTIVE for name in _COLLECTIVES})
+EXEMPT["xla_pmap"] = ("call-like primitive mapped over devices (one thread per device); "
+                      "tested in tests/test_pmap.py")
 
 # primitive name -> why it has no numpy backend rule (it never reaches eager evaluation)
-EXEMPT_NUMPY = {name: _COLLECTIVE for name in _COLLECTIVES}
+EXEMPT_NUMPY: dict = {}  # (the collectives have pmap-runtime numpy rules now)
 
 PRIMS = sorted(primitive_registry.items())
 

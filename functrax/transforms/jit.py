@@ -262,12 +262,12 @@ class JitFunction:
 
     def _run(self, entry, leaves):
         if not self.donate_argnums:
-            vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
+            vals = [x._value if isinstance(x, Array) else _to_np(x) for x in leaves]
             outs = entry.executable().run(*vals)
         else:
             donated = self._donated_leaves(entry, len(leaves))
             exe = entry.executable(tuple(sorted(donated)))
-            vals = [x._value if type(x) is Array else _to_np(x) for x in leaves]
+            vals = [x._value if isinstance(x, Array) else _to_np(x) for x in leaves]
             self._consume_donated(leaves, donated)  # before the call: the program owns them
             outs = exe.run_consuming(vals)
         return [Array._make(v, a) for v, a in zip(outs, entry.out_avals)]

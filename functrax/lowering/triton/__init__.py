@@ -1,0 +1,11 @@
+"""The Triton backend: fusion groups rendered as Triton kernels.
+
+- ``rules``: the ``triton_rules`` table (primitive -> Triton expression template) and the
+  row-reduction rules;
+- ``codegen``: a FusionGroup -> deterministic kernel source (``generate``);
+- ``cache``: sources written to a cache directory keyed by content hash and imported;
+- ``runtime``: launching (Triton's CPU interpreter, or a registered GPU launcher);
+- ``compile``: AOT compilation to PTX/cubin for sm_90 (``compile_for_sm90``).
+
+Importing this package does not import triton; ``runtime`` and ``compile`` do, lazily.
+"""

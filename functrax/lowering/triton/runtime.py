@@ -1,0 +1,258 @@
+"""Running generated kernels: on the CPU through Triton's interpreter, on a GPU through a
+registered launcher.
+
+Modes, in order:
+
+1. ``TRITON_INTERPRET=1``: the kernel runs in Triton's interpreter on numpy buffers, passed
+   zero-copy through :class:`NumpyTensor` (the interpreter expects torch-like tensors).
+   :func:`ensure_triton_env` sets ``TRITON_INTERPRET=1`` before triton is imported when
+   the variable is unset and no CUDA device is visible.
+2. A CUDA device is visible and a launcher was registered with
+   :func:`register_gpu_launcher`: the launcher runs the kernel (the GPU backend compiles it
+   with ``compile.compile_for_sm90`` and launches the cubin through cuda-core).
+3. Otherwise running raises ``NotImplementedError`` naming what is missing.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+
+import numpy as np
+
+from functrax.lowering.triton.cache import default_cache
+from functrax.lowering.triton.codegen import KernelConfig, KernelSource, generate
+
+__all__ = ["TritonKernel", "NumpyTensor", "build_kernel", "launch", "ensure_triton_env",
+           "interpreter_enabled", "cuda_device_count", "register_gpu_launcher"]
+
+_TRUE = ("1", "true", "yes", "on")
+_DEVICE_COUNT: int | None = None
+
+
+def cuda_device_count() -> int:
+    """CUDA devices visible to the driver (0 when libcuda is missing or fails)."""
+    global _DEVICE_COUNT
+    if _DEVICE_COUNT is None:
+        _DEVICE_COUNT = 0
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            count = ctypes.c_int(0)
+            if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0:
+                _DEVICE_COUNT = int(count.value)
+        except OSError:
+            pass
+    return _DEVICE_COUNT
+
+
+def ensure_triton_env():
+    """Default ``TRITON_INTERPRET`` to ``1`` when it is unset and no CUDA device is visible.
+
+    Call before importing triton: ``@triton.jit`` reads the variable when it decorates.
+    """
+    if "TRITON_INTERPRET" not in os.environ and cuda_device_count() == 0:
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def interpreter_enabled() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in _TRUE
+
+
+ensure_triton_env()
+
+
+# --- a zero-copy torch-like view of a numpy array, for the interpreter ---
+
+
+class _Storage:
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    def cpu(self):
+        return self  # host memory already: the interpreter works on the buffer itself
+
+    def copy_(self, other):
+        return self  # the "device" and "host" copies are one buffer
+
+
+class NumpyTensor:
+    """What Triton's interpreter needs of a tensor, over a C-contiguous numpy array."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray | None):
+        if array is not None and not array.flags.c_contiguous:
+            raise ValueError("NumpyTensor: the array must be C-contiguous")
+        self.array = array
+
+    dtype = property(lambda self: self.array.dtype)  # str() -> "float32": Triton's fp32
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    def untyped_storage(self) -> _Storage:
+        return _Storage(self.array)
+
+    def cpu(self):
+        return self
+
+    def new_empty(self, *shape, **kwargs):
+        return NumpyTensor(None)
+
+    def set_(self, storage, offset=0, size=None, stride=None):
+        if offset:
+            raise ValueError("NumpyTensor.set_: storage offsets are not supported")
+        self.array = storage.array
+        return self
+
+    def copy_(self, other):
+        if other.array is not self.array:
+            np.copyto(self.array, other.array)
+        return self
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self):
+        return self.array.shape
+
+    def stride(self):
+        return tuple(s // self.array.itemsize for s in self.array.strides)
+
+
+# --- launching ---
+
+_GPU_LAUNCHER = None
+_INTERPRETED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_gpu_launcher(launcher):
+    """Install the GPU launcher: ``launcher(kernel, inputs, outputs)`` runs ``kernel`` (a
+    :class:`TritonKernel`) on device buffers, writing ``outputs``. Returns the previous one.
+
+    The GPU backend registers one that compiles ``kernel.source`` with
+    ``compile.compile_for_sm90`` and launches the cubin through cuda-core.
+    """
+    global _GPU_LAUNCHER
+    previous, _GPU_LAUNCHER = _GPU_LAUNCHER, launcher
+    return previous
+
+
+def _language_objects():
+    import triton.language as tl
+    return (tl, tl.core, tl.math, tl.standard, tl.core.tensor, tl.core.tensor_descriptor_base)
+
+
+def _snapshot():
+    return [(obj, dict(vars(obj))) for obj in _language_objects()]
+
+
+def _restore(snapshot):
+    """Undo the interpreter's patches of ``triton.language``.
+
+    Triton 3.9's interpreter patches the language modules for a launch and restores them,
+    but patches made when a kernel calls a library ``@jit`` function (``tl.sum``, ``tl.max``)
+    are never undone; a later ``triton.compile`` in the same process then fails inside the
+    interpreter's builder. Restoring the attributes saved before the launch fixes that.
+    """
+    for obj, saved in snapshot:  # names the interpreter added (its helpers) stay
+        current = vars(obj)
+        for name, value in saved.items():
+            if current.get(name) is not value:
+                setattr(obj, name, value)
+
+
+def _interpreted(fn):
+    raw = getattr(fn, "fn", fn)
+    run = _INTERPRETED.get(raw)
+    if run is None:
+        from triton.runtime.interpreter import InterpretedFunction
+        run = _INTERPRETED[raw] = InterpretedFunction(raw)
+    return run
+
+
+def _launch_interpreter(kernel, inputs, outputs):
+    run = _interpreted(kernel.fn)
+    args = [NumpyTensor(a) for a in list(inputs) + list(outputs)]
+    snapshot = _snapshot()
+    try:
+        with np.errstate(all="ignore"):  # inf/nan are values, as in JAX
+            run[kernel.source.grid](*args, **kernel.source.constexprs)
+    finally:
+        _restore(snapshot)
+
+
+def launch(kernel, inputs, outputs):
+    """Run ``kernel`` on ``inputs``, writing ``outputs`` (see the module doc for modes).
+
+    Raises:
+      NotImplementedError: when neither the interpreter nor a GPU launcher can run it.
+    """
+    if interpreter_enabled():
+        return _launch_interpreter(kernel, inputs, outputs)
+    name = kernel.source.name
+    if cuda_device_count() > 0:
+        if _GPU_LAUNCHER is None:
+            raise NotImplementedError(
+                f"cannot run Triton kernel '{name}' on the GPU: no GPU launcher is registered "
+                "(launching the cubin of compile_for_sm90 through cuda-core is not implemented "
+                "yet; register one with functrax.lowering.triton.runtime."
+                "register_gpu_launcher). Set TRITON_INTERPRET=1 to run it in Triton's CPU "
+                "interpreter instead.")
+        return _GPU_LAUNCHER(kernel, inputs, outputs)
+    raise NotImplementedError(
+        f"cannot run Triton kernel '{name}': no CUDA GPU is visible (libcuda.so.1 is missing "
+        "or reports no device) and Triton's interpreter is off "
+        f"(TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', '')!r}). Set "
+        "TRITON_INTERPRET=1 to run on the CPU, or use the numpy backend.")
+
+
+class TritonKernel:
+    """A generated kernel, callable on numpy arrays.
+
+    Attributes:
+      source: the :class:`~functrax.lowering.triton.codegen.KernelSource`.
+      fn: the imported ``@triton.jit`` object (its ``.fn`` is the Python function).
+    """
+
+    def __init__(self, source: KernelSource, fn):
+        self.source = source
+        self.fn = fn
+
+    def __call__(self, *args) -> list:
+        """Run on ``args`` (one array per group input); returns new output arrays."""
+        src = self.source
+        if len(args) != len(src.in_avals):
+            raise TypeError(f"Triton kernel '{src.name}' takes {len(src.in_avals)} inputs "
+                            f"({', '.join(a.str_short() for a in src.in_avals)}), got "
+                            f"{len(args)}")
+        inputs = []
+        for i, (x, aval) in enumerate(zip(args, src.in_avals)):
+            x = np.asarray(x)
+            if x.shape != aval.shape or x.dtype != aval.dtype:
+                raise TypeError(f"Triton kernel '{src.name}': input {i} must be "
+                                f"{aval.str_short()}, got {x.dtype.name}{list(x.shape)}; "
+                                "convert it (x.astype / reshape) before the call")
+            inputs.append(np.ascontiguousarray(x))
+        outputs = [np.empty(a.shape, a.dtype) for a in src.out_avals]
+        if any(o.size for o in outputs):
+            launch(self, inputs, outputs)
+        return outputs
+
+    def __repr__(self):
+        return f"TritonKernel({self.source.name}, grid={self.source.grid})"
+
+
+def build_kernel(group, config: KernelConfig | None = None, cache=None) -> TritonKernel:
+    """Generate, cache and import the kernel of a fusion group.
+
+    >>> kernel = build_kernel(group)        # doctest: +SKIP
+    >>> (out,) = kernel(x, y)               # doctest: +SKIP
+    """
+    source = generate(group, config)
+    return TritonKernel(source, (cache or default_cache()).load(source))

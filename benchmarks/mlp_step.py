@@ -29,19 +29,11 @@ import sys
 import time
 
 
-def _blas_threads(argv):
-    """The --blas-threads value, read before numpy is imported (it fixes BLAS threads)."""
-    for i, a in enumerate(argv):
-        if a == "--blas-threads" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--blas-threads="):
-            return a.split("=", 1)[1]
-    return "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import best_ms_per_call, pin_blas_threads  # noqa: E402
 
-
-if __name__ == "__main__" and _blas_threads(sys.argv[1:]) != "0":
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _blas_threads(sys.argv[1:])
+if __name__ == "__main__":
+    pin_blas_threads(sys.argv[1:])
 
 import numpy as np  # noqa: E402
 
@@ -156,16 +148,6 @@ def check_agreement(jitted, params, x, y, params_np, x_np, y_np):
                                  f"{np.max(np.abs(np.asarray(g) - w))}")
 
 
-def best_ms_per_step(calls, number, repeat):
-    """Best-of-``repeat`` ms per call of each call, the repeats interleaved."""
-    best = [float("inf")] * len(calls)
-    for _ in range(repeat):
-        for i, fn in enumerate(calls):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[i] = min(best[i], (time.perf_counter() - t0) / number * 1e3)
-    return best
 
 
 def main(argv=None):
@@ -202,7 +184,7 @@ def main(argv=None):
     calls = [lambda: jitted(params, x, y), lambda: numpy_step(params_np, x_np, y_np)]
     for fn in calls:
         fn()
-    t_jit, t_np = best_ms_per_step(calls, args.number, args.repeat)
+    t_jit, t_np = best_ms_per_call(calls, args.number, args.repeat)
     threads = "library default" if args.blas_threads == 0 else args.blas_threads
     print(f"steady-state step time (best of {args.repeat} x {args.number} steps, BLAS "
           f"threads: {threads}):")

@@ -31,19 +31,11 @@ import sys
 import time
 
 
-def _blas_threads(argv):
-    """The --blas-threads value, read before numpy is imported (it fixes BLAS threads)."""
-    for i, a in enumerate(argv):
-        if a == "--blas-threads" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--blas-threads="):
-            return a.split("=", 1)[1]
-    return "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import pin_blas_threads  # noqa: E402
 
-
-if __name__ == "__main__" and _blas_threads(sys.argv[1:]) != "0":
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _blas_threads(sys.argv[1:])
+if __name__ == "__main__":
+    pin_blas_threads(sys.argv[1:])
 
 import numpy as np  # noqa: E402
 

@@ -23,22 +23,13 @@ it never fails on timings.
 import argparse
 import os
 import sys
-import time
 
 
-def _blas_threads(argv):
-    """The --blas-threads value, read before numpy is imported (it fixes BLAS threads)."""
-    for i, a in enumerate(argv):
-        if a == "--blas-threads" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--blas-threads="):
-            return a.split("=", 1)[1]
-    return "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import best_ms_per_call, pin_blas_threads  # noqa: E402
 
-
-if __name__ == "__main__" and _blas_threads(sys.argv[1:]) != "0":
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _blas_threads(sys.argv[1:])
+if __name__ == "__main__":
+    pin_blas_threads(sys.argv[1:])
 
 import numpy as np  # noqa: E402
 
@@ -125,16 +116,6 @@ def check_agreement(jitted, params, xs, targets):
                                  f"{np.max(np.abs(g - w))}")
 
 
-def best_ms_per_call(calls, number, repeat):
-    """Best-of-``repeat`` ms per call of each call, the repeats interleaved."""
-    best = [float("inf")] * len(calls)
-    for _ in range(repeat):
-        for i, fn in enumerate(calls):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[i] = min(best[i], (time.perf_counter() - t0) / number * 1e3)
-    return best
 
 
 def main(argv=None):

@@ -71,12 +71,12 @@ def make_debug_info(f, args, kwargs, traced_for, static_argnums=()) -> DebugInfo
 
 
 class DynamicJaxprTracer(Tracer):
-    __slots__ = ("aval", "var")
+    __slots__ = ("aval", "jaxpr_var")
 
     def __init__(self, trace, aval, var):
         self._trace = trace
         self.aval = aval
-        self.var = var
+        self.jaxpr_var = var
 
 
 class DynamicJaxprTrace(core.Trace):
@@ -101,7 +101,7 @@ class DynamicJaxprTrace(core.Trace):
     def atom(self, x):
         if isinstance(x, Tracer):
             if x._trace is self:
-                return x.var
+                return x.jaxpr_var
             self.check_foreign(x)
             return self._constvar(x, x.aval)
         aval = core.get_aval(x)
@@ -124,7 +124,7 @@ class DynamicJaxprTrace(core.Trace):
         out = core.abstract_eval(prim, [v.aval for v in invars], params)
         outs = out if prim.multiple_results else [out]
         tracers = [DynamicJaxprTracer(self, a, Var(a)) for a in outs]
-        self.eqns.append(JaxprEqn(invars, [t.var for t in tracers], prim, params))
+        self.eqns.append(JaxprEqn(invars, [t.jaxpr_var for t in tracers], prim, params))
         return tracers if prim.multiple_results else tracers[0]
 
     def to_jaxpr(self, outs) -> ClosedJaxpr:
@@ -154,7 +154,7 @@ class DynamicJaxprTrace(core.Trace):
         return msg
 
     def _progenitor_args(self, tracer) -> list:
-        needed = {tracer.var}
+        needed = {tracer.jaxpr_var}
         for eqn in reversed(self.eqns):
             if any(v in needed for v in eqn.outvars):
                 needed.update(v for v in eqn.invars if type(v) is Var)

@@ -61,11 +61,11 @@ def trace(fn, *args, opt=True):
     return optimize(closed) if opt else closed
 
 
-def whole_group(closed, kind=EW):
+def whole_group(closed, kind=EW, shape=None):
     """One group of every equation of ``closed`` (its reductions set the iteration space)."""
     j = closed.jaxpr
     outs = tuple(dict.fromkeys(v for v in j.outvars if type(v) is core.Var))
-    shape, axes = outs[0].aval.shape, ()
+    shape, axes = shape or max((v.aval.shape for v in outs), key=np.prod), ()
     if kind is RED:
         red = next(e for e in j.eqns if e.primitive in codegen.REDUCTIONS)
         shape, axes = red.invars[0].aval.shape, tuple(red.params["axes"])
@@ -94,6 +94,10 @@ def check(kcache, fn, *args, kind=EW, config=None, rtol=1e-5, atol=1e-6, opt=Tru
     """Trace ``fn``, run its whole-program group in the interpreter, compare with numpy."""
     closed = trace(fn, *args, opt=opt)
     group = whole_group(closed, kind)
+    return check_group(kcache, closed, group, args, config, rtol, atol)
+
+
+def check_group(kcache, closed, group, args, config=None, rtol=1e-5, atol=1e-6):
     kernel = runtime.build_kernel(group, config, cache=kcache)
     got = kernel(*closed.consts, *args)
     assert_matches(got, reference(closed, group, args), rtol, atol)
@@ -348,6 +352,19 @@ def test_multiple_outputs_of_different_shapes(kcache):
     check(kcache, lambda x: (x.T + 1.0, fnp.where(x > 0, x, 0.0), x), normal(4, 8))
 
 
+def test_outputs_smaller_than_the_iteration_are_written_once(kcache):
+    v, x = normal(10), normal(6, 10)
+    k = check(kcache, lambda v, x: (fnp.exp(v), fnp.exp(v)[None, :] + x, fnp.exp(v) * 2.0),
+              v, x)
+    assert k.source.text.count("v5 = offs // 10\n    v6 = mask & (v5 == 0)\n") == 1
+    assert k.source.text.count("mask=v6)") == 2  # both (10,) outputs where offs // 10 == 0
+    k = check(kcache, lambda v, x: (fnp.exp(v), fnp.exp(v)[None, :] + x), v, x, kind=EW,
+              config=KernelConfig(max_block=16))
+    with pytest.raises(UnsupportedError, match="no output of the iteration's shape reads"):
+        closed = trace(lambda v, x: (fnp.exp(v), x * 2.0), v, x)
+        codegen.generate(whole_group(closed))
+
+
 def test_slices_rev_and_iota(kcache):
     x = normal(6, 9)
     check(kcache, lambda x: x[1:4, ::2] * 3.0, x)
@@ -446,6 +463,17 @@ def test_reduction_streams_long_rows(prog, kcache):
     k = check(kcache, fn, *args, kind=RED, config=LOOPED, rtol=2e-5, atol=1e-5)
     if args[0].shape[-1] > 8 or name == "full_reduce":
         assert "for k in range(0, " in k.source.text
+
+
+@pytest.mark.parametrize("config", [None, LOOPED], ids=["whole_rows", "streamed"])
+def test_reduction_outputs_in_other_layouts(config, kcache):
+    """Transposed full outputs, outputs along the row only, partial row outputs."""
+    x, w = normal(6, 10), normal(10)
+    fns = [lambda x: (x.sum(-1, keepdims=True) * x).T,
+           lambda x, w: ((x * fnp.exp(w)).sum(-1), fnp.exp(w), x.max(-1).reshape(2, 3) * 2.0),
+           lambda x: (fnp.transpose(x * 2.0) + 1.0, x.sum(-1))]
+    for fn, args in zip(fns, [(x,), (x, w), (x,)]):
+        check(kcache, fn, *args, kind=RED, config=config, rtol=2e-5, atol=1e-5)
 
 
 def test_reduction_tiles_many_rows(kcache):
@@ -574,6 +602,15 @@ def test_launch_without_interpreter_or_gpu(kcache, monkeypatch):
         runtime.register_gpu_launcher(previous)
 
 
+def test_interpreter_leaves_triton_language_unpatched(kcache):
+    """Triton 3.9's interpreter leaves library-call patches in triton.language behind; the
+    runtime restores them (else in-process compilation breaks after an interpreted run)."""
+    import triton.language as tl
+    before = {name: vars(tl.core)[name] for name in ("add", "load", "where", "reduce")}
+    check(kcache, softmax, normal(3, 5), kind=RED)
+    assert all(vars(tl.core)[name] is obj for name, obj in before.items())
+
+
 def test_numpy_tensor_adapter():
     a = np.arange(6, dtype=F32).reshape(2, 3)
     t = runtime.NumpyTensor(a)
@@ -587,32 +624,43 @@ def test_numpy_tensor_adapter():
 # --- with the fusion planner ---
 
 
-def test_planned_groups_run(kcache):
+PLANNED = [
+    ("layernorm_softmax", lambda x, g, b: (softmax(layernorm(x, g, b) * 2.0),
+                                           fnp.tanh(layernorm(x, g, b)).sum(0)),
+     (normal(6, 10), normal(10), normal(10))),
+    ("mlp_gelu", lambda x, w: nn.gelu(x @ w).sum(axis=0) + fnp.exp(x).mean(),
+     (normal(6, 10), normal(10, 4))),
+    ("broadcast_output", lambda v, x: (fnp.exp(v), fnp.exp(v)[None, :] + x),
+     (normal(10), normal(6, 10))),
+    ("transposed_output", lambda x: (x.sum(-1, keepdims=True) * x).T, (normal(6, 10),)),
+    ("reshaped_rows", lambda x: (x.reshape(2, 3, 10).sum(axis=(1, 2)), fnp.cos(x.T).sum(-1)),
+     (normal(6, 10),)),
+    ("sibling_reductions", lambda x: (fnp.tanh(x).sum(-1), fnp.tanh(x).max(0), x.max()),
+     (normal(6, 10),)),
+]
+
+
+@pytest.mark.parametrize("prog", PLANNED, ids=[p[0] for p in PLANNED])
+def test_planned_groups_run(prog, kcache):
+    """Every elementwise / reduction group of plan_fusion runs as a kernel; the groups are
+    chained, the others (matmul) evaluated with the numpy backend."""
     fusion = pytest.importorskip("functrax.lowering.fusion")
-    x = normal(6, 10)
-
-    def f(x, g, b):
-        h = layernorm(x, g, b)
-        return softmax(h * 2.0), fnp.tanh(h).sum(0)
-
-    args = (x, normal(10), normal(10))
+    _, f, args = prog
     closed = functrax.jit(f).lower(*args).jaxpr
-    plan = fusion.plan_fusion(closed)
     env = dict(zip(closed.jaxpr.constvars, closed.consts))
     env.update(zip(closed.jaxpr.invars, args))
     ran = 0
-    for g in plan.groups:
+    for g in fusion.plan_fusion(closed).groups:
         ins = [np.asarray(env[v]) for v in g.inputs]
         sub = core.Jaxpr([], list(g.inputs), list(g.outputs), list(g.eqns))
         want = [np.asarray(r) for r in core.eval_jaxpr(sub, [], *map(fnp.asarray, ins))]
         if g.kind in (EW, RED):
-            got = runtime.build_kernel(g, cache=kcache)(*ins)
-            assert_matches(got, want, rtol=2e-5, atol=1e-5)
+            for config in (None, LOOPED):
+                got = runtime.build_kernel(g, config, cache=kcache)(*ins)
+                assert_matches(got, want, rtol=2e-5, atol=1e-5)
             ran += 1
         env.update(zip(g.outputs, want))
-    assert ran >= 2
-    for v, o in zip(closed.jaxpr.outvars, closed.jaxpr.outvars):
-        assert v in env
+    assert ran >= 1
 
 
 # --- AOT compilation for sm_90 ---

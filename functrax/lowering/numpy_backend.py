@@ -130,9 +130,11 @@ def _convert(x, *, new_dtype, weak_type=False, sharding=None):
     if new_dtype == np.bool_:
         return x != 0
     if new_dtype.kind in "iu" and x.dtype.kind == "f":
+        # clip in float64: in float32, iinfo(int32).max rounds up to 2**31 and would wrap
         info = np.iinfo(new_dtype)
         with np.errstate(invalid="ignore"):
-            x = np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), info.min, info.max)
+            x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min,
+                        info.max)
     return x.astype(new_dtype)
 
 

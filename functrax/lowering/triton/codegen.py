@@ -1,16 +1,23 @@
 """Render a :class:`FusionGroup` as the deterministic source of one ``@triton.jit`` kernel.
 
-Every value of the group is computed *at an index*: a tuple of index expressions, one per
-dimension of its shape, over the kernel's root ranges (``offs`` for an elementwise kernel,
-``row`` and ``col`` for a row reduction). Layout primitives never move data; they transform
-the index (``index_rules``): a broadcast reads its operand with zero strides, a transpose
-permutes the index, a reshape re-linearizes it. Elementwise primitives apply a template of
-``rules.triton_rules`` to their operands computed at the same index. Inputs are loaded from
-contiguous buffers at the linear address of their index, with the mask of the roots it uses.
+Every value of the group is computed *at an index* over the kernel's root ranges (see
+``indexing``): an ELEMENTWISE kernel runs one flat range ``offs`` (masked by
+``mask = offs < N``) over the group's shape; a REDUCTION kernel runs a [rows, row elements]
+tile, ``row`` ([BLOCK_M, 1]) over the kept dims and ``col`` ([1, BLOCK_R]) over the reduced
+ones. Layout primitives only transform indices (``indexing.index_rules``); elementwise
+primitives apply a template of ``rules.triton_rules`` to operands computed at the same index;
+inputs are loaded from contiguous buffers at the linear address of their index, with the mask
+of the roots it reads. float16 / bfloat16 values are computed in float32.
 
-Index expressions are kept symbolic (:func:`digit`: ``(base // stride) % extent``) so that
-equal indices reached along different paths compare equal and adjacent digits merge: the
-contiguous read of a ``[2, 3]`` input in a ``[2, 3]`` kernel is ``in0 + offs``.
+A reduction whose row fits ``max_block_r`` reduces a whole row in registers, so several
+reductions and the values computed from their results (softmax, layernorm) share one tile.
+Longer rows are streamed: one loop over column chunks per reduction (accumulating
+elementwise into a tile, then reducing it), then one more for the full-size outputs;
+loop-invariant (row-only) expressions are hoisted out of the loops.
+
+Outputs spanning the iteration space are stored at its index. A smaller output (a value
+broadcast into the iteration, a row result) is stored at the index its producers or its
+readers give it, masked to write each element once.
 
 The source is deterministic: names are numbered in emission order, emission follows the
 group's outputs and operands in order, and identical expressions are emitted once (CSE).
@@ -26,10 +33,13 @@ from functrax import primitives as P
 from functrax.core import Literal
 from functrax.lowering.fusion_types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
+from functrax.lowering.triton.indexing import (
+    delinearize, forward_rules, index_rules, ix_bases, linear_terms, row_major_strides,
+)
 from functrax.lowering.triton.rules import UnsupportedError
 
-__all__ = ["KernelConfig", "KernelSource", "generate", "index_rules", "INTERPRETER_CONFIG",
-           "GPU_CONFIG", "UnsupportedError"]
+__all__ = ["KernelConfig", "KernelSource", "generate", "choose_block", "index_rules",
+           "INTERPRETER_CONFIG", "GPU_CONFIG", "REDUCTIONS", "UnsupportedError"]
 
 # --- kernel configuration ---
 
@@ -102,145 +112,6 @@ class KernelSource:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-# --- index expressions ---
-# ("c", value) | ("d", base, stride, extent): (base // stride) % extent | ("e", text, bases)
-
-
-def const(v: int) -> tuple:
-    return ("c", int(v))
-
-
-def digit(base: str, stride: int, extent: int) -> tuple:
-    return ("c", 0) if extent == 1 else ("d", base, int(stride), int(extent))
-
-
-def opaque(text: str, bases) -> tuple:
-    return ("e", text, frozenset(bases))
-
-
-def ix_bases(ix) -> frozenset:
-    return frozenset() if ix[0] == "c" else (frozenset((ix[1],)) if ix[0] == "d" else ix[2])
-
-
-def row_major_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
-
-
-def delinearize(base: str, shape, stride: int = 1) -> tuple:
-    """The index of element ``base // stride`` of a row-major array of ``shape``."""
-    return tuple(digit(base, stride * s, d) for s, d in zip(row_major_strides(shape), shape))
-
-
-def linear_terms(index, strides):
-    """``sum(index[d] * strides[d])`` as ([(ix, multiplier)], constant), adjacent digits
-    of one base merged: ((o // 3) % 2) * 3 + o % 3 is o % 6."""
-    terms, c = [], 0
-    for ix, st in zip(index, strides):
-        if ix[0] == "c":
-            c += ix[1] * st
-            continue
-        if ix[0] == "d" and terms and terms[-1][0][0] == "d":
-            (_, base, pstride, pext), pm = terms[-1]
-            _, b, s, e = ix
-            if base == b and pstride == s * e and pm == st * e:
-                terms[-1] = (digit(b, s, pext * e), st)
-                continue
-        terms.append((ix, st))
-    return terms, c
-
-
-# --- index rules: how a layout primitive maps its output index to its operands' ---
-
-
-def _broadcast_index(low, eqn, index):
-    x = eqn.invars[0]
-    return [tuple(const(0) if x.aval.shape[i] == 1 else index[d]
-                  for i, d in enumerate(eqn.params["broadcast_dimensions"]))]
-
-
-def _transpose_index(low, eqn, index):
-    perm = eqn.params["permutation"]
-    out = [None] * len(perm)
-    for i, p in enumerate(perm):
-        out[p] = index[i]
-    return [tuple(out)]
-
-
-def _reshape_index(low, eqn, index):
-    if eqn.params.get("dimensions") is not None:
-        raise UnsupportedError("reshape with dimensions (a fused transpose) is not lowered to "
-                               "Triton; the jaxpr should carry a separate transpose")
-    out_shape, in_shape = eqn.outvars[0].aval.shape, eqn.invars[0].aval.shape
-    return [reindex(low, index, out_shape, in_shape)]
-
-
-def reindex(low, index, out_shape, in_shape) -> tuple:
-    """The index into ``in_shape`` of the element at ``index`` of a reshape to ``out_shape``."""
-    terms, c = linear_terms(index, row_major_strides(out_shape))
-    in_strides = row_major_strides(in_shape)
-    if not terms:
-        return tuple(const((c // s) % d) for s, d in zip(in_strides, in_shape))
-    size = math.prod(in_shape)
-    if len(terms) == 1 and c == 0 and terms[0][1] == 1 and terms[0][0][0] == "d" \
-            and terms[0][0][3] == size:
-        _, base, stride, _ = terms[0][0]
-        return delinearize(base, in_shape, stride)
-    lin = low.render_linear(terms, c)
-    bases = frozenset().union(*(ix_bases(ix) for ix, _ in terms))
-    out = []
-    for j, (s, d) in enumerate(zip(in_strides, in_shape)):
-        if d == 1:
-            out.append(const(0))
-            continue
-        e = lin if s == 1 else f"({lin}) // {s}"
-        out.append(opaque(e if j == 0 else f"({e}) % {d}", bases))
-    return tuple(out)
-
-
-def _expand_dims_index(low, eqn, index):
-    dims = set(eqn.params["dimensions"])
-    return [tuple(ix for d, ix in enumerate(index) if d not in dims)]
-
-
-def _squeeze_index(low, eqn, index):
-    dims = {d % eqn.invars[0].aval.ndim for d in eqn.params["dimensions"]}
-    it = iter(index)
-    return [tuple(const(0) if d in dims else next(it) for d in range(eqn.invars[0].aval.ndim))]
-
-
-def _rev_index(low, eqn, index):
-    dims, shape = set(eqn.params["dimensions"]), eqn.invars[0].aval.shape
-    return [tuple(opaque(f"{shape[d] - 1} - {low.render(ix)}", ix_bases(ix))
-                  if d in dims and ix[0] != "c" else
-                  (const(shape[d] - 1 - ix[1]) if d in dims else ix)
-                  for d, ix in enumerate(index))]
-
-
-def _slice_index(low, eqn, index):
-    starts = eqn.params["start_indices"]
-    strides = eqn.params.get("strides") or (1,) * len(starts)
-    out = []
-    for ix, st, step in zip(index, starts, strides):
-        if ix[0] == "c":
-            out.append(const(st + ix[1] * step))
-        elif st == 0 and step == 1:
-            out.append(ix)
-        else:
-            scaled = low.render(ix) if step == 1 else f"{low.render(ix)} * {step}"
-            out.append(opaque(f"{scaled} + {st}" if st else scaled, ix_bases(ix)))
-    return [tuple(out)]
-
-
-# prim -> fn(lowering, eqn, output index) -> [operand index, ...]; the value passes through
-index_rules: dict = {
-    P.broadcast_in_dim_p: _broadcast_index, P.transpose_p: _transpose_index,
-    P.reshape_p: _reshape_index, P.expand_dims_p: _expand_dims_index,
-    P.squeeze_p: _squeeze_index, P.rev_p: _rev_index, P.slice_p: _slice_index,
-}
 REDUCTIONS = frozenset((P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p,
                         P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p, P.argmax_p, P.argmin_p))
 
@@ -354,6 +225,8 @@ class _Lowering:
         # mistypes splats of scalar comparisons (a float32 array where int1 is due)
         self.scalar_block = "[BLOCK]"
         self.masks: dict = {}    # frozenset of roots -> mask name
+        self.canonical: tuple = ()  # the digits of the iteration space
+        self.seen: dict = {}     # var -> indices it was computed at (all scopes)
 
     # -- rendering --
     def render(self, ix) -> str:
@@ -405,6 +278,9 @@ class _Lowering:
                 stack.extend((o, oix, False) for o, oix in reversed(reqs))
                 continue
             self.em.put((v, ix), self.apply(eqn, ix, [self.em.get(r) for r in reqs]))
+            seen = self.seen.setdefault(v, [])
+            if ix not in seen:
+                seen.append(ix)
         return self.em.get((var, index))
 
     def operand_requests(self, eqn, index):
@@ -472,6 +348,60 @@ class _Lowering:
             v = f"{v}.to({rules.tl_dtype(dt)})"
         self.em.emit(f"tl.store(out{j} + {addr}, {v}, mask={mask})")
 
+    # -- outputs that do not span the iteration space --
+    def natural_index(self, var, use_seen: bool):
+        """An index of ``var`` made of the iteration's digits: from its producers (views and
+        elementwise operations pass indices forward) or, with ``use_seen``, from where it was
+        computed for other outputs. None when there is none."""
+        ix = self.root_index(var)
+        if ix is not None:
+            return ix
+        if use_seen:
+            for ix in self.seen.get(var, ()):
+                if all(i[0] != "e" for i in ix):
+                    return ix
+        eqn = self.producer.get(var)
+        if eqn is None or eqn.primitive is P.iota_p:
+            return None
+        if eqn.primitive in forward_rules:
+            ix = self.natural_index(eqn.invars[0], use_seen)
+            ix = None if ix is None else forward_rules[eqn.primitive](self, eqn, ix)
+            return ix if ix is not None and all(i[0] != "e" for i in ix) else None
+        if eqn.primitive in index_rules or eqn.primitive in REDUCTIONS:
+            return None
+        for x in eqn.invars:
+            if type(x) is not Literal and x.aval.shape == var.aval.shape:
+                ix = self.natural_index(x, use_seen)
+                if ix is not None:
+                    return ix
+        return None
+
+    def root_index(self, var):
+        return None
+
+    def partial_mask(self, index, mask: str, roots) -> str:
+        """``mask``, and: the iteration digits (of ``roots``) that ``index`` does not use are
+        0 (a value smaller than the iteration space is written once)."""
+        spans = []  # [base, lo, hi): the stride ranges the index's digits cover, merged
+        for _, base, stride, extent in sorted(ix for ix in index if ix[0] == "d"):
+            if spans and spans[-1][0] == base and spans[-1][2] >= stride:
+                spans[-1][2] = max(spans[-1][2], stride * extent)
+            else:
+                spans.append([base, stride, stride * extent])
+        conds = [mask]
+        for d in self.canonical:
+            if d[1] in roots and not any(b == d[1] and lo <= d[2] and d[2] * d[3] <= hi
+                                         for b, lo, hi in spans):
+                conds.append(f"({self.em.bind(self.render(d))} == 0)")
+        return self.em.bind(" & ".join(conds)) if len(conds) > 1 else mask
+
+    def block_address(self, index, shape, roots) -> str:
+        """The address of ``index`` in a contiguous ``shape``, a block over ``roots``."""
+        addr, bases = self.address(index, shape)
+        for missing in sorted(set(roots) - bases):  # keep the pointer a block
+            addr = f"{addr} + 0 * {missing}"
+        return addr
+
     def wide(self, size: int) -> str:
         """``tl.program_id(0)``, widened to int64 where offsets may pass 2**31."""
         return "tl.program_id(0).to(tl.int64)" if size >= 2 ** 31 - 2 * 16384 else \
@@ -490,11 +420,21 @@ class _Elementwise(_Lowering):
         em.emit(f"pid = {self.wide(n)}")
         em.emit("offs = pid * BLOCK + tl.arange(0, BLOCK)")
         em.emit(f"mask = offs < {n}")
-        for j, out in enumerate(g.outputs):
-            if math.prod(out.aval.shape) != n:
+        self.canonical = tuple(d for d in delinearize("offs", g.shape) if d[0] == "d")
+        partial = []
+        for j, out in enumerate(g.outputs):  # outputs spanning the iteration, in its order
+            if math.prod(out.aval.shape) == n:
+                self.store(j, out, delinearize("offs", out.aval.shape), "offs", "mask")
+            else:
+                partial.append((j, out))
+        for j, out in partial:  # smaller outputs: where other outputs read them, once
+            index = self.natural_index(out, use_seen=True)
+            if index is None:
                 raise UnsupportedError(f"elementwise group of shape {list(g.shape)} writes an "
-                                       f"output of shape {list(out.aval.shape)}")
-            self.store(j, out, delinearize("offs", out.aval.shape), "offs", "mask")
+                                       f"output of shape {list(out.aval.shape)} that no "
+                                       "output of the iteration's shape reads")
+            self.store(j, out, index, self.block_address(index, out.aval.shape, ("offs",)),
+                       self.partial_mask(index, "mask", ("offs",)))
         return {"BLOCK": block}, (max(1, -(-n // block)),)
 
 
@@ -528,30 +468,44 @@ class _Reduction(_Lowering):
         for eqn in g.eqns:
             if eqn.primitive in REDUCTIONS:
                 self.reduce(eqn)
-        full_outs, kept_outs = [], []
+        self.canonical = tuple(d for d in self.full if d[0] == "d")
+        rows, cols, later = [], [], []
         for j, out in enumerate(g.outputs):
-            size = math.prod(out.aval.shape)
-            index = self.output_index(out.aval.shape) if out.aval.shape == shape or (
-                size == m * r and size != m) else None
-            if index is not None:
-                full_outs.append((j, out, index))
-            elif size == m:
-                kept_outs.append((j, out))
+            index = self.natural_index(out, use_seen=False)
+            if index is None:
+                later.append((j, out))
             else:
-                raise UnsupportedError(f"reduction group of shape {list(shape)} (reducing axes "
-                                       f"{list(axes)}) writes an output of shape "
-                                       f"{list(out.aval.shape)}")
-        for j, out in kept_outs:
-            self.store(j, out, delinearize("row", out.aval.shape), "row", "row_mask")
-        if full_outs:
+                uses_col = any("col" in ix_bases(ix) for ix in index)
+                (cols if uses_col else rows).append((j, out, index))
+        for j, out, index in rows:  # per row, outside the loop over the row's chunks
+            self.store(j, out, index, self.block_address(index, out.aval.shape, ("row",)),
+                       self.partial_mask(index, "row_mask", ("row",)))
+        if cols or later:
             self.open_cols()
-            for j, out, index in full_outs:
-                addr, bases = self.address(index, out.aval.shape)
-                for missing in sorted({"row", "col"} - bases):  # keep the pointer a block
-                    addr = f"{addr} + 0 * {missing}"
-                self.store(j, out, index, addr, "mask")
+            for j, out, index in cols:
+                self.store_full(j, out, index)
+            for j, out in later:  # where the outputs above read them
+                index = self.natural_index(out, use_seen=True)
+                if index is None:
+                    raise UnsupportedError(
+                        f"reduction group of shape {list(shape)} (reducing axes {list(axes)}) "
+                        f"writes an output of shape {list(out.aval.shape)} whose index in the "
+                        "iteration is unknown")
+                self.store_full(j, out, index)
             self.close_cols()
         return {"BLOCK_M": block_m, "BLOCK_R": block_r}, (max(1, -(-m // block_m)),)
+
+    def store_full(self, j, out, index):
+        self.store(j, out, index, self.block_address(index, out.aval.shape, ("row", "col")),
+                   self.partial_mask(index, "mask", ("row", "col")))
+
+    def root_index(self, var):
+        if var.aval.shape == self.shape:
+            return self.full
+        eqn = self.producer.get(var)
+        if eqn is not None and eqn.primitive in REDUCTIONS:
+            return delinearize("row", var.aval.shape)
+        return None
 
     def emit_cols(self, col):
         self.em.emit(f"col = {col}")
@@ -579,16 +533,6 @@ class _Reduction(_Lowering):
         ix = dict(zip(kept, delinearize("row", kshape)))
         ix.update(zip(axes, delinearize("col", rshape)))
         return tuple(ix[d] for d in range(len(shape)))
-
-    def output_index(self, shape):
-        """The index of an output of ``shape`` laid out as (rows..., row elements...)."""
-        if tuple(shape) == self.shape:
-            return self.full
-        for k in range(len(shape) + 1):
-            if math.prod(shape[:k]) == self.totals["row"] and \
-                    math.prod(shape[k:]) == self.totals["col"]:
-                return self.split_index(shape, tuple(range(k, len(shape))))
-        return None
 
     def reduce(self, eqn):
         x, out = eqn.invars[0], eqn.outvars[0]

@@ -567,3 +567,9 @@ def test_jit_closing_over_outer_tracers_is_not_cached_with_them():
     assert_close(f(fnp.ones(2)), [5.0, 5.0])
     assert_close(f(fnp.full(2, 2.0)), [10.0, 10.0])
     check_jaxpr(make_jaxpr(f)(fnp.ones(2)))
+
+
+def test_unknown_backend_raises():
+    with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
+        functrax.jit(lambda x: x, backend="tpu")
+    assert float(functrax.jit(lambda x: x * 2, backend="cpu")(1.0)) == 2.0

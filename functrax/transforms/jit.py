@@ -30,6 +30,9 @@ config.define("jit_recompile_warn_threshold", 8,
 config.define("disable_jit", False, "Run jitted functions eagerly (for debugging).")
 
 
+_BACKENDS = (None, "cpu", "numpy", "triton")
+
+
 class RecompileWarning(UserWarning):
     """A jitted function keeps recompiling; the message says what changed."""
 
@@ -53,10 +56,11 @@ class _Entry:
     """One cache entry: the traced jaxpr and, once compiled, its executable."""
 
     __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
-                 "trace_time", "optimized")
+                 "trace_time", "optimized", "backend")
 
-    def __init__(self, closed, out_tree, key, trace_time):
+    def __init__(self, closed, out_tree, key, trace_time, backend=None):
         self.closed = closed
+        self.backend = backend
         self.out_tree = out_tree
         self.key = key
         self.trace_time = trace_time
@@ -69,7 +73,10 @@ class _Entry:
         if self.exe is None:
             if self.optimized is None:
                 self.optimized = optimize(self.closed)
-            self.exe = compile_jaxpr(self.optimized, donated=donated)
+            compile_fn = compile_jaxpr
+            if self.backend == "triton":
+                from functrax.lowering.triton.backend import compile_triton as compile_fn
+            self.exe = compile_fn(self.optimized, donated=donated)
         return self.exe
 
 
@@ -201,7 +208,7 @@ class JitFunction:
             return out_leaves
 
         closed = trace_to_jaxpr(flat_fun, list(avals), info)
-        entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0)
+        entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0, self.backend)
         if not entry.consts_are_tracers:  # closures over outer tracers are traced per call
             self._cache[key] = entry
             self._account(key, entry, info)
@@ -417,6 +424,9 @@ class Compiled:
         self._entry = entry
 
     def as_text(self):
+        exe = self._entry.exe
+        if hasattr(exe, "as_text"):  # the triton backend: groups, kernels and fallbacks
+            return exe.as_text()
         return str(self._entry.optimized)
 
     def cost_analysis(self):
@@ -485,6 +495,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend, device=device)
+    if backend not in _BACKENDS:
+        raise RuntimeError(f"Unknown backend {backend!r} for jit. Available backends: "
+                           f"{sorted(b for b in _BACKENDS if b)} (None: the default, numpy).")
     if not callable(fun):
         raise TypeError(f"jit: expected a function as its first argument, got {fun!r} of type "
                         f"{type(fun).__name__}")

@@ -1,0 +1,222 @@
+"""The Triton backend of ``jit``: an optimized jaxpr as a sequence of fused kernels.
+
+:func:`compile_triton` plans the fusion of an optimized, first-order ``ClosedJaxpr``
+(:func:`functrax.lowering.fusion.plan_fusion`) and prepares one step per group:
+
+- ELEMENTWISE and REDUCTION groups the code generator supports become one Triton kernel each
+  (generated, cached by content and imported through ``cache.KernelCache``; launched through
+  Triton's interpreter on the CPU, see ``runtime``);
+- MATMUL and OPAQUE groups, and any group the code generator rejects
+  (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
+  on a jaxpr of just that group). Every such fallback is recorded with its reason in
+  :attr:`TritonProgram.fallbacks` and printed by :meth:`TritonProgram.as_text`.
+
+The result has the calling convention of the numpy executor: ``program.run(*arrays)``
+returns a list of numpy arrays, one per jaxpr output.
+
+>>> import functrax, functrax.numpy as fnp                      # doctest: +SKIP
+>>> f = functrax.jit(lambda x: fnp.exp(x) * 2.0, backend="triton")  # doctest: +SKIP
+>>> print(f.lower(fnp.ones(4)).compile().as_text())             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from functrax import core
+from functrax.core import ClosedJaxpr, Jaxpr, Literal
+from functrax.lowering.executor import compile_jaxpr
+from functrax.lowering.fusion import FusionConfig, classify, plan_fusion
+from functrax.lowering.fusion_types import FusionGroup, FusionPlan, GroupKind
+from functrax.lowering.triton.codegen import KernelConfig
+from functrax.lowering.triton.rules import UnsupportedError
+
+__all__ = ["compile_triton", "TritonProgram", "Step", "Fallback", "STATS"]
+
+# process-wide counters: programs compiled, kernels built (generated + loaded), fallbacks
+STATS = {"programs": 0, "kernels": 0, "fallbacks": 0}
+
+
+@dataclasses.dataclass(frozen=True)
+class Fallback:
+    """A group run by the numpy rules instead of a Triton kernel.
+
+    Attributes:
+      index: the group's position in the plan.
+      kind: the group kind.
+      primitives: the names of the group's equations.
+      reason: why it is not a Triton kernel.
+    """
+
+    index: int
+    kind: GroupKind
+    primitives: tuple
+    reason: str
+
+
+class Step:
+    """One group of the plan, ready to run: a Triton kernel or a numpy fallback.
+
+    Attributes:
+      group: the :class:`~functrax.lowering.fusion_types.FusionGroup`.
+      kernel: the ``runtime.TritonKernel`` (None for a fallback).
+      fallback: the :class:`Fallback` record (None for a kernel).
+    """
+
+    __slots__ = ("group", "kernel", "fallback", "_fn", "_ins", "_outs")
+
+    def __init__(self, group, kernel=None, fallback=None, fn=None):
+        self.group = group
+        self.kernel = kernel
+        self.fallback = fallback
+        self._fn = kernel if kernel is not None else fn
+        self._ins = tuple(group.inputs) if kernel is not None else tuple(
+            v for v in group.inputs if type(v) is not Literal)
+        self._outs = tuple(group.outputs)
+
+    def run(self, env: dict):
+        vals = [_literal(v) if type(v) is Literal else env[v] for v in self._ins]
+        for v, x in zip(self._outs, self._fn(*vals)):
+            env[v] = x
+
+
+def _literal(v):
+    return np.asarray(v.val, dtype=v.aval.dtype)
+
+
+class TritonProgram:
+    """A compiled program: ``run(*numpy_arrays) -> list of numpy arrays``.
+
+    Attributes:
+      jaxpr: the optimized ``ClosedJaxpr`` it runs.
+      plan: its :class:`~functrax.lowering.fusion_types.FusionPlan`.
+      steps: one :class:`Step` per group, in execution order.
+      kernels: the Triton kernels (``runtime.TritonKernel``), in execution order.
+      fallbacks: a :class:`Fallback` per group run by numpy rules.
+      out_avals, donated: as on the numpy executor (donation reuses no buffer here).
+    """
+
+    def __init__(self, closed: ClosedJaxpr, plan: FusionPlan, steps: list, donated=()):
+        self.jaxpr = closed
+        self.plan = plan
+        self.steps = tuple(steps)
+        self.kernels = tuple(s.kernel for s in steps if s.kernel is not None)
+        self.fallbacks = tuple(s.fallback for s in steps if s.fallback is not None)
+        self.out_avals = [v.aval for v in closed.jaxpr.outvars]
+        self.donated = tuple(sorted(set(donated)))
+        j = closed.jaxpr
+        self._consts = [_np(c) for c in closed.consts]
+        self._constvars = tuple(j.constvars)
+        self._invars = tuple(j.invars)
+        self._outvars = tuple(j.outvars)
+
+    def __call__(self, *args):
+        return self.run(*args)
+
+    def run(self, *args) -> list:
+        """Run on numpy arrays (one per jaxpr input); returns the outputs as numpy arrays."""
+        if len(args) != len(self._invars):
+            raise TypeError(f"Triton program takes {len(self._invars)} inputs, got "
+                            f"{len(args)}")
+        env = dict(zip(self._constvars, self._consts))
+        env.update((v, np.asarray(x)) for v, x in zip(self._invars, args))
+        for step in self.steps:
+            step.run(env)
+        return [_literal(v) if type(v) is Literal else env[v] for v in self._outvars]
+
+    def run_consuming(self, args: list):
+        """Run on ``args`` (a list, emptied); donated buffers are not reused by this backend."""
+        vals = tuple(args)
+        args.clear()
+        return self.run(*vals)
+
+    def as_text(self) -> str:
+        """The groups (their equations), each kernel's Triton source, and every fallback."""
+        from functrax.jaxpr_printer import PPContext, pp_eqn
+        ctx = PPContext()
+        j = self.jaxpr.jaxpr
+        for v in [*j.constvars, *j.invars, *(v for e in j.eqns for v in e.outvars)]:
+            ctx.name(v)
+        lines = [f"# triton backend: {len(self.kernels)} kernel(s), "
+                 f"{len(self.fallbacks)} numpy fallback(s)", str(self.jaxpr)]
+        for i, step in enumerate(self.steps):
+            g = step.group
+            red = f" reduce {g.reduce_axes}" if g.kind is GroupKind.REDUCTION else ""
+            if step.kernel is not None:
+                how = f"triton kernel {step.kernel.source.name} grid={step.kernel.source.grid}"
+            else:
+                how = f"fallback: numpy ({step.fallback.reason})"
+            lines.append(f"\nkernel {i}: {g.kind.value}{list(g.shape)}{red} -> {how}")
+            lines.extend(f"  {pp_eqn(e, ctx).format(100)}" for e in g.eqns)
+            if step.kernel is not None:
+                lines.append(step.kernel.source.text.rstrip("\n"))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"TritonProgram({len(self.kernels)} kernels, {len(self.fallbacks)} "
+                "fallbacks)")
+
+
+def _np(c):
+    return c._value if type(c) is core.Array else np.asarray(c)
+
+
+def _fallback_reason(group: FusionGroup) -> str:
+    if group.kind is GroupKind.MATMUL:
+        return "matmul groups are not lowered to Triton yet"
+    reasons = [classify(e)[1] for e in group.eqns]
+    reasons = [r for r in reasons if r]
+    return reasons[0] if reasons else f"{group.kind.value} group"
+
+
+def _numpy_fn(group: FusionGroup):
+    """The numpy executor of a jaxpr holding just ``group``'s equations."""
+    invars = [v for v in group.inputs if type(v) is not Literal]
+    sub = Jaxpr((), invars, list(group.outputs), list(group.eqns))
+    return compile_jaxpr(ClosedJaxpr(sub, [])).run
+
+
+def _step(index: int, group: FusionGroup, kernel_config, cache) -> Step:
+    reason = None
+    if group.kind in (GroupKind.ELEMENTWISE, GroupKind.REDUCTION):
+        from functrax.lowering.triton.runtime import build_kernel
+        try:
+            kernel = build_kernel(group, kernel_config, cache=cache)
+        except UnsupportedError as e:
+            reason = f"Triton codegen: {e}"
+        else:
+            STATS["kernels"] += 1
+            return Step(group, kernel=kernel)
+    else:
+        reason = _fallback_reason(group)
+    STATS["fallbacks"] += 1
+    fallback = Fallback(index, group.kind, tuple(e.primitive.name for e in group.eqns), reason)
+    return Step(group, fallback=fallback, fn=_numpy_fn(group))
+
+
+def compile_triton(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | None = None,
+                   kernel_config: KernelConfig | None = None, cache=None) -> TritonProgram:
+    """Compile an optimized, first-order ``ClosedJaxpr`` for the Triton backend.
+
+    Args:
+      closed: normally ``functrax.passes.pipeline.optimize(...)``'s result.
+      donated: flat input positions (accepted for the executor's convention; unused).
+      fusion_config: a ``FusionConfig`` for the planner (defaults when None).
+      kernel_config: a ``codegen.KernelConfig`` (default: the interpreter's).
+      cache: a ``cache.KernelCache`` (default: the process-wide one).
+
+    Returns:
+      a :class:`TritonProgram`; ``program.run(*arrays)`` gives the outputs as numpy arrays.
+
+    >>> from functrax.passes.pipeline import optimize                 # doctest: +SKIP
+    >>> prog = compile_triton(optimize(functrax.make_jaxpr(f)(x)))    # doctest: +SKIP
+    >>> prog.fallbacks                                                # doctest: +SKIP
+    """
+    if not isinstance(closed, ClosedJaxpr):
+        raise TypeError(f"compile_triton: expected a ClosedJaxpr (e.g. functrax.jit(f)"
+                        f".lower(*args).jaxpr), got {type(closed).__name__}")
+    plan = plan_fusion(closed, fusion_config)
+    steps = [_step(i, g, kernel_config, cache) for i, g in enumerate(plan.groups)]
+    STATS["programs"] += 1
+    return TritonProgram(closed, plan, steps, donated)

@@ -1,0 +1,182 @@
+"""The hand-written Triton kernels of ``kernels/``: each against its numpy reference in
+Triton's CPU interpreter (small shapes, non-powers of two, float32 and float16 inputs), and
+each compiled to PTX + cubin for sm_90 on the CPU."""
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("triton")
+
+from functrax.lowering.triton import compile as tcompile  # noqa: E402
+from kernels import _launch, layernorm, matmul, softmax  # noqa: E402
+
+F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
+TOL = {F32: (1e-5, 1e-5), F16: (2e-3, 2e-3)}
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def normal(r, shape, dtype, scale=1.0):
+    return (r.standard_normal(shape) * scale).astype(dtype)
+
+
+def assert_close(got, want, dtype):
+    assert got.dtype == want.dtype == dtype and got.shape == want.shape
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=atol)
+
+
+# --- softmax ---
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape,block_m", [((1, 1), None), ((5, 37), None), ((9, 64), 4),
+                                           ((3, 300), None)])
+def test_softmax(shape, block_m, dtype):
+    x = normal(rng(1), shape, dtype, 3.0)
+    y = softmax.softmax(x, block_m)
+    assert_close(y, softmax.reference(x), dtype)
+    np.testing.assert_allclose(y.astype(np.float64).sum(-1), 1.0, rtol=2e-3)
+
+
+def test_softmax_extreme_values():
+    x = np.array([[1e30, 0.0, -1e30], [-np.inf, 0.0, 1.0], [80.0, 80.0, 80.0]], F32)
+    np.testing.assert_allclose(softmax.softmax(x), softmax.reference(x), rtol=1e-6)
+
+
+def test_softmax_errors():
+    with pytest.raises(TypeError, match="softmax: x must be float16 or float32"):
+        softmax.softmax(np.ones((2, 3), np.int32))
+    with pytest.raises(ValueError, match="softmax: x must have rank 2"):
+        softmax.softmax(np.ones(3, F32))
+    with pytest.raises(ValueError, match="do not fit in registers"):
+        softmax.pick_config(10 ** 6)
+
+
+# --- layernorm ---
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape,eps,block_m", [((1, 1), 1e-5, None), ((6, 37), 1e-5, None),
+                                               ((5, 64), 1e-2, 2), ((3, 300), 1e-6, None)])
+def test_layernorm(shape, eps, block_m, dtype):
+    r = rng(2)
+    x = normal(r, shape, dtype, 2.0) + dtype.type(0.5)
+    w, b = normal(r, shape[-1:], dtype), normal(r, shape[-1:], dtype)
+    y = layernorm.layernorm(x, w, b, eps, block_m)
+    assert_close(y, layernorm.reference(x, w, b, eps), dtype)
+
+
+def test_layernorm_mixed_param_dtype():
+    r = rng(3)
+    x = normal(r, (4, 20), F16)
+    w, b = normal(r, (20,), F32), normal(r, (20,), F16)
+    assert_close(layernorm.layernorm(x, w, b), layernorm.reference(x, w, b), F16)
+
+
+def test_layernorm_errors():
+    x = np.ones((2, 3), F32)
+    with pytest.raises(ValueError, match=r"layernorm: weight must have shape \(3,\)"):
+        layernorm.layernorm(x, np.ones(4, F32), np.ones(3, F32))
+    with pytest.raises(TypeError, match="layernorm: bias must be float16 or float32"):
+        layernorm.layernorm(x, np.ones(3, F32), np.ones(3, np.int32))
+
+
+# --- matmul ---
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("mnk,config", [((1, 1, 1), 0), ((20, 24, 40), 0), ((33, 17, 50), 1),
+                                        ((16, 48, 16), None)])
+def test_matmul(mnk, config, dtype):
+    m, n, k = mnk
+    r = rng(4)
+    a, b = normal(r, (m, k), dtype), normal(r, (k, n), dtype)
+    cfg = None if config is None else matmul.CONFIGS[config]
+    c = matmul.matmul(a, b, config=cfg)
+    tol = TOL[dtype] if dtype == F32 else (5e-3, 5e-3)
+    want = matmul.reference(a, b)
+    assert c.dtype == want.dtype == dtype and c.shape == (m, n)
+    np.testing.assert_allclose(c.astype(np.float64), want.astype(np.float64), rtol=tol[0],
+                               atol=tol[1])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("epilogue", matmul.EPILOGUES)
+def test_matmul_epilogues(epilogue, dtype):
+    r = rng(5)
+    a, b = normal(r, (18, 21), dtype), normal(r, (21, 19), dtype)
+    bias = normal(r, (19,), dtype) if epilogue in ("bias", "bias_relu") else None
+    c = matmul.matmul(a, b, bias, epilogue, config=matmul.CONFIGS[1])
+    want = matmul.reference(a, b, bias, epilogue)
+    tol = 1e-5 if dtype == F32 else 5e-3
+    assert c.dtype == want.dtype == dtype
+    np.testing.assert_allclose(c.astype(np.float64), want.astype(np.float64), rtol=tol,
+                               atol=tol)
+    if "relu" in epilogue:
+        assert (c >= 0).all() and (c == 0).any()
+
+
+def test_matmul_errors():
+    a, b = np.ones((4, 5), F32), np.ones((5, 3), F32)
+    with pytest.raises(ValueError, match="matmul: contracting dimensions differ"):
+        matmul.matmul(a, np.ones((4, 3), F32))
+    with pytest.raises(TypeError, match="matmul: a and b must have one dtype"):
+        matmul.matmul(a, b.astype(F16))
+    with pytest.raises(ValueError, match="unknown epilogue 'gelu'"):
+        matmul.matmul(a, b, epilogue="gelu")
+    with pytest.raises(ValueError, match="needs a bias"):
+        matmul.matmul(a, b, epilogue="bias")
+    with pytest.raises(ValueError, match="takes no bias"):
+        matmul.matmul(a, b, np.ones(3, F32))
+    with pytest.raises(ValueError, match=r"bias must have shape \(3,\)"):
+        matmul.matmul(a, b, np.ones(4, F32), "bias_relu")
+
+
+# --- compiling for sm_90 ---
+
+
+def _compile_set():
+    a16, b16, bias16 = np.empty((256, 128), F16), np.empty((128, 256), F16), np.empty(256, F16)
+    a32, b32 = np.empty((100, 70), F32), np.empty((70, 90), F32)
+    x = np.empty((128, 1000), F32)
+    return [softmax.build(x), softmax.build(x.astype(F16)),
+            layernorm.build(x, x[0], x[0]), layernorm.build(x.astype(F16), x[0], x[0]),
+            matmul.build(a16, b16, bias16, "bias_relu", matmul.CONFIGS[2])[0],
+            matmul.build(a32, b32, None, "none", matmul.CONFIGS[1])[0],
+            matmul.build(a32, b32, np.empty(90, F32), "bias", matmul.CONFIGS[3],
+                         precision="tf32")[0]]
+
+
+def test_compile_for_sm90():
+    kernels = _compile_set()
+    calls = [(k.fn, k.source.signature, k.source.constexprs, k.source.num_warps)
+             for k in kernels]
+    compiled = tcompile.compile_many(calls)
+    assert len(compiled) == len(kernels)
+    for k, c in zip(kernels, compiled):
+        assert c.name == k.source.name and c.target == "cuda:90"
+        assert ".target sm_90" in c.ptx and f".entry {c.name}(" in c.ptx
+        assert c.cubin[:4] == b"\x7fELF"
+        assert c.num_warps == k.source.num_warps
+    # the f16 matmul uses Hopper's tensor cores (wgmma or mma) for tl.dot
+    assert "mma" in compiled[4].ptx
+    # the compile_sm90 helpers reuse the memoized results
+    before = tcompile.stats["compiles"]
+    assert softmax.compile_sm90() is compiled[0]
+    assert tcompile.stats["compiles"] == before
+
+
+def test_make_kernel_rejects_wrong_constexprs():
+    x = np.empty((2, 3), F32)
+    with pytest.raises(TypeError, match="softmax_kernel: constexprs"):
+        _launch.make_kernel(softmax.softmax_kernel, None, [x], [(x.shape, x.dtype)],
+                            {"N_ROWS": 2}, (1,), 4)

@@ -1,0 +1,241 @@
+"""``jit(f, backend="triton")``: fused Triton kernels run in Triton's CPU interpreter.
+
+Each program runs with the triton backend and with the default numpy backend (``jit(f)``)
+and the results must agree. Groups the code generator does not lower (matmul, control flow)
+fall back to numpy rules; the fallbacks must be listed on the compiled program.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("triton")
+
+import functrax  # noqa: E402
+import functrax.numpy as fnp  # noqa: E402
+from functrax import lax, nn  # noqa: E402
+from functrax.lowering.executor import Executable  # noqa: E402
+from functrax.lowering.fusion_types import GroupKind  # noqa: E402
+from functrax.lowering.triton import backend as tbackend  # noqa: E402
+from functrax.lowering.triton import cache as tcache  # noqa: E402
+from functrax.tree_util import tree_leaves  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def normal(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(tmp_path, monkeypatch):
+    """A kernel cache of this test's own (directory and imported modules)."""
+    cache = tcache.KernelCache(str(tmp_path / "kernels"))
+    monkeypatch.setattr(tcache, "_DEFAULT", cache)
+    return cache
+
+
+# --- the programs ---
+
+
+def ew_chain(x, y):
+    return fnp.tanh(x * y + 1.0) - fnp.exp(-x) * 0.5
+
+
+def softmax_rows(x):
+    return nn.softmax(x, axis=-1)
+
+
+def layernorm(x, g, b):
+    mu = fnp.mean(x, axis=-1, keepdims=True)
+    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / fnp.sqrt(var + 1e-5) * g + b
+
+
+def dense_relu(x, w, b):
+    return nn.relu(x @ w + b)
+
+
+def row_norm(x):
+    return fnp.sqrt(fnp.sum(fnp.abs(x) * 2.0, axis=1)) + 1.0
+
+
+def mlp_step(params, x, y):
+    def loss(p):
+        h = nn.relu(x @ p["w1"] + p["b1"])
+        out = h @ p["w2"] + p["b2"]
+        return fnp.mean((out - y) ** 2)
+
+    value, grads = functrax.value_and_grad(loss)(params)
+    new = {k: params[k] - 0.1 * grads[k] for k in params}
+    return new, value
+
+
+def with_cond(x):
+    y = lax.cond(fnp.sum(x) > 0, lambda v: v * 2.0, lambda v: -v, fnp.exp(x))
+    return y + 1.0
+
+
+def with_scan(xs):
+    def body(c, x):
+        c = c * 0.5 + x
+        return c, fnp.tanh(c)
+
+    c, ys = lax.scan(body, fnp.zeros(xs.shape[1:], xs.dtype), xs)
+    return fnp.sum(ys * 2.0, axis=0) + c
+
+
+MLP_PARAMS = {"w1": normal(4, 5), "b1": normal(5), "w2": normal(5, 2), "b2": normal(2)}
+
+PROGRAMS = {
+    "ew_chain": (ew_chain, (normal(3, 4), normal(4))),
+    "softmax_rows": (softmax_rows, (normal(3, 6),)),
+    "layernorm": (layernorm, (normal(3, 8), normal(8), normal(8))),
+    "dense_relu": (dense_relu, (normal(3, 4), normal(4, 5), normal(5))),
+    "row_norm": (row_norm, (normal(4, 6),)),
+    "mlp_step": (mlp_step, (MLP_PARAMS, normal(3, 4), normal(3, 2))),
+    "with_cond": (with_cond, (normal(2, 3),)),
+    "with_scan": (with_scan, (normal(4, 3),)),
+}
+
+
+def compiled(fn, args):
+    return functrax.jit(fn, backend="triton").lower(*args).compile()
+
+
+def program_of(c):
+    """The backend program behind a ``Compiled`` (the jit entry's executable)."""
+    return c._entry.exe
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_matches_numpy_backend(name):
+    fn, args = PROGRAMS[name]
+    got = functrax.jit(fn, backend="triton")(*args)
+    want = functrax.jit(fn)(*args)
+    g_leaves, w_leaves = tree_leaves(got), tree_leaves(want)
+    assert len(g_leaves) == len(w_leaves)
+    for g, w in zip(g_leaves, w_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+def test_default_backend_is_numpy():
+    fn, args = PROGRAMS["ew_chain"]
+    assert isinstance(program_of(functrax.jit(fn).lower(*args).compile()), Executable)
+    prog = program_of(compiled(fn, args))
+    assert isinstance(prog, tbackend.TritonProgram)
+
+
+@pytest.mark.parametrize("name", ["ew_chain", "softmax_rows", "layernorm", "row_norm"])
+def test_fusible_programs_are_one_kernel_without_fallbacks(name):
+    fn, args = PROGRAMS[name]
+    prog = program_of(compiled(fn, args))
+    assert len(prog.kernels) == 1 and prog.fallbacks == ()
+    assert prog.plan.groups[0].kind in (GroupKind.ELEMENTWISE, GroupKind.REDUCTION)
+
+
+def test_matmul_falls_back_and_is_listed():
+    c = compiled(*PROGRAMS["dense_relu"])
+    prog = program_of(c)
+    kinds = [f.kind for f in prog.fallbacks]
+    assert GroupKind.MATMUL in kinds
+    fb = prog.fallbacks[kinds.index(GroupKind.MATMUL)]
+    assert "dot_general" in fb.primitives and "matmul" in fb.reason
+    assert "fallback: numpy (" in c.as_text()
+
+
+@pytest.mark.parametrize("name, prim", [("with_cond", "cond"), ("with_scan", "scan")])
+def test_control_flow_falls_back_and_rest_is_triton(name, prim):
+    c = compiled(*PROGRAMS[name])
+    prog = program_of(c)
+    opaque = [f for f in prog.fallbacks if f.kind is GroupKind.OPAQUE]
+    assert [f.primitives for f in opaque] == [(prim,)]
+    assert "control flow" in opaque[0].reason
+    assert len(prog.kernels) >= 1  # the exp / epilogue around it are kernels
+    assert len(prog.steps) == len(prog.plan.groups)
+
+
+def test_mlp_step_mixes_kernels_and_fallbacks():
+    prog = program_of(compiled(*PROGRAMS["mlp_step"]))
+    assert len(prog.kernels) >= 1
+    assert any(f.kind is GroupKind.MATMUL for f in prog.fallbacks)
+    for f in prog.fallbacks:  # every fallback says why
+        assert f.reason and f.primitives
+
+
+def test_as_text_shows_groups_equations_and_sources():
+    c = compiled(*PROGRAMS["with_cond"])
+    prog = program_of(c)
+    text = c.as_text()
+    assert f"{len(prog.kernels)} kernel(s), {len(prog.fallbacks)} numpy fallback(s)" in text
+    for i, step in enumerate(prog.steps):
+        assert f"kernel {i}: {step.group.kind.value}" in text
+    for k in prog.kernels:
+        assert k.source.text.strip() in text and f"triton kernel {k.source.name}" in text
+    assert "fallback: numpy (control flow" in text
+    assert " = cond[" in text and " = exp " in text  # the equations of each group
+
+
+def test_codegen_rejection_falls_back_with_reason(monkeypatch):
+    from functrax.lowering.triton import runtime
+    from functrax.lowering.triton.rules import UnsupportedError
+
+    def reject(group, config=None, cache=None):
+        raise UnsupportedError("not today")
+
+    monkeypatch.setattr(runtime, "build_kernel", reject)
+    fn, args = PROGRAMS["softmax_rows"]
+    c = compiled(fn, args)
+    prog = program_of(c)
+    assert prog.kernels == () and len(prog.fallbacks) == 1
+    assert prog.fallbacks[0].kind is GroupKind.REDUCTION
+    assert "not today" in prog.fallbacks[0].reason and "not today" in c.as_text()
+    np.testing.assert_allclose(c(*args), functrax.jit(fn)(*args), rtol=1e-6)
+
+
+def two_parts(x, y):
+    return softmax_rows(x), fnp.exp(y) * 2.0
+
+
+def test_kernel_cache_compiles_only_what_changed(fresh_cache):
+    f = functrax.jit(two_parts, backend="triton")
+    x, y = fnp.asarray(normal(3, 4)), fnp.asarray(normal(5))
+    f(x, y)
+    programs = tbackend.STATS["programs"]
+    assert fresh_cache.stats["imports"] == 2
+    assert len(os.listdir(fresh_cache.directory)) == 2
+
+    out = f(x, y)  # same avals: the jit cache, nothing compiled, generated or imported
+    assert tbackend.STATS["programs"] == programs and fresh_cache.stats["imports"] == 2
+    np.testing.assert_allclose(out[1], np.exp(np.asarray(y)) * 2.0, rtol=1e-6)
+
+    x2 = fnp.asarray(normal(2, 7))  # new shape of x only: only the softmax kernel is new
+    hits = fresh_cache.stats["hits"]
+    out = f(x2, y)
+    assert tbackend.STATS["programs"] == programs + 1
+    assert fresh_cache.stats["imports"] == 3 and fresh_cache.stats["hits"] == hits + 1
+    np.testing.assert_allclose(out[0], functrax.jit(softmax_rows)(x2), rtol=1e-5, atol=1e-6)
+
+    g = functrax.jit(two_parts, backend="triton")  # a new trace of the same program
+    g(x, y)
+    assert fresh_cache.stats["imports"] == 3
+
+
+def test_fast_path_runs_the_triton_program():
+    f = functrax.jit(ew_chain, backend="triton")
+    x, y = fnp.asarray(normal(3, 4)), fnp.asarray(normal(4))
+    f(x, y)
+    exe = f._fast[(x.aval, y.aval)][0]
+    assert isinstance(exe, tbackend.TritonProgram)
+    np.testing.assert_allclose(f(x, y), functrax.jit(ew_chain)(x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_compile_triton_rejects_non_jaxprs():
+    with pytest.raises(TypeError, match="compile_triton: expected a ClosedJaxpr"):
+        tbackend.compile_triton(lambda x: x)

@@ -511,8 +511,9 @@ def test_collective_reached_by_one_device_times_out(short_timeout):
     with pytest.raises(CollectiveTimeoutError, match=r"psum over axis \('i',\) timed out "
                        r"after 0.3 s on CpuDevice\(id=0\): only 1 of its 4 participants"):
         pmap(f, axis_name="i")(np.ones((N, 2), np.float32))
-    assert time.perf_counter() - t0 < 5
-    # the runtime is usable afterwards
+    assert time.perf_counter() - t0 < 30  # it ended instead of hanging
+    # the runtime is usable afterwards (with a normal timeout: this part must not be timed)
+    functrax.config.update("collective_timeout_s", 60)
     _close(pmap(lambda v: lax.psum(v, "i"), axis_name="i")(np.ones((N, 2), np.float32)),
            np.full((N, 2), N))
 

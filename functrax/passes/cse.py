@@ -27,6 +27,7 @@ import numpy as np
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, Literal
 from functrax.passes.dce import effectful
+from functrax.passes.substitution import Substitution
 
 no_cse: set = {P.copy_p, "remat2"}
 
@@ -43,17 +44,11 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     >>> [e.primitive.name for e in cse(j).eqns]
     ['sin', 'mul']
     """
-    subst: dict = {}
+    subst = Substitution()
     seen: dict = {}
     eqns = []
-
-    def read(v):
-        return v if type(v) is Literal else subst.get(v, v)
-
     for eqn in jaxpr.eqns:
-        invars = [read(v) for v in eqn.invars]
-        if any(a is not b for a, b in zip(invars, eqn.invars)):
-            eqn = eqn.replace(invars=invars)
+        eqn = subst.apply(eqn)
         if not _skip(eqn.primitive):
             key = _eqn_key(eqn)
             prev = seen.get(key) if key is not None else None
@@ -63,10 +58,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
             if key is not None:
                 seen[key] = eqn
         eqns.append(eqn)
-    if not subst:
-        return jaxpr
-    outvars = [read(v) for v in jaxpr.outvars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
+    return subst.rebuild(jaxpr, eqns) if subst else jaxpr
 
 
 def _eqn_key(eqn):

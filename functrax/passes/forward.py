@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functrax import primitives as P
 from functrax.core import Jaxpr, Literal
+from functrax.passes.substitution import Substitution
 
 # primitive -> predicate(eqn): the equation's single output equals its first operand
 noop: dict = {
@@ -30,24 +31,16 @@ def forward(jaxpr: Jaxpr) -> Jaxpr:
     >>> forward(j).outvars[0] is j.invars[0]
     True
     """
-    subst: dict = {}
+    subst = Substitution()
     eqns = []
-
-    def read(v):
-        return v if type(v) is Literal else subst.get(v, v)
-
     for eqn in jaxpr.eqns:
-        invars = [read(v) for v in eqn.invars]
-        if any(a is not b for a, b in zip(invars, eqn.invars)):
-            eqn = eqn.replace(invars=invars)
+        eqn = subst.apply(eqn)
         is_noop = noop.get(eqn.primitive)
-        if is_noop is not None and is_noop(eqn) and invars[0].aval == eqn.outvars[0].aval:
-            subst[eqn.outvars[0]] = invars[0]
+        if is_noop is not None and is_noop(eqn) and \
+                eqn.invars[0].aval == eqn.outvars[0].aval:
+            subst[eqn.outvars[0]] = eqn.invars[0]
         eqns.append(eqn)
-    if not subst:
-        return jaxpr
-    outvars = [read(v) for v in jaxpr.outvars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
+    return subst.rebuild(jaxpr, eqns) if subst else jaxpr
 
 
 def forward_inputs(jaxpr: Jaxpr, prune: bool = False):

@@ -24,6 +24,7 @@ import numpy as np
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.core import Jaxpr, JaxprEqn, Literal
+from functrax.passes.substitution import Substitution
 
 # primitive -> rule(eqn, ctx) -> None | atom | JaxprEqn
 rules: dict = {}
@@ -77,18 +78,13 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     True
     """
     ctx = Context()
-    subst: dict = {}
+    subst = Substitution()
     eqns = []
     changed = False
-
-    def read(v):
-        return v if type(v) is Literal else subst.get(v, v)
-
     for eqn in jaxpr.eqns:
-        invars = [read(v) for v in eqn.invars]
-        if any(a is not b for a, b in zip(invars, eqn.invars)):
-            eqn = eqn.replace(invars=invars)
-            changed = True
+        renamed = subst.apply(eqn)
+        changed = changed or renamed is not eqn
+        eqn = renamed
         rule = rules.get(eqn.primitive)
         res = rule(eqn, ctx) if rule is not None else None
         if isinstance(res, JaxprEqn):
@@ -101,10 +97,7 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
         eqns.append(eqn)
         for v in eqn.outvars:
             ctx.producer[v] = eqn
-    if not changed:
-        return jaxpr
-    outvars = [read(v) for v in jaxpr.outvars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info)
+    return subst.rebuild(jaxpr, eqns) if changed else jaxpr
 
 
 def _same_types(new: JaxprEqn, old: JaxprEqn) -> bool:

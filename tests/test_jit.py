@@ -573,3 +573,24 @@ def test_unknown_backend_raises():
     with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
         functrax.jit(lambda x: x, backend="tpu")
     assert float(functrax.jit(lambda x: x * 2, backend="cpu")(1.0)) == 2.0
+
+
+def test_transformed_jit_reuses_its_traced_and_compiled_jaxprs(monkeypatch):
+    from functrax.transforms import jit_rules
+    calls = {"batch": 0, "jvp": 0, "compile": 0}
+
+    def counting(name, fn):
+        def wrapped(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapped
+    monkeypatch.setattr(jit_rules, "batch_jaxpr", counting("batch", jit_rules.batch_jaxpr))
+    monkeypatch.setattr(jit_rules, "jvp_jaxpr", counting("jvp", jit_rules.jvp_jaxpr))
+    monkeypatch.setattr(jit_rules, "compile_jaxpr", counting("compile", jit_rules.compile_jaxpr))
+    f = functrax.jit(lambda x: fnp.sin(x) * 2.0)
+    g = functrax.vmap(f)
+    x = fnp.ones((2, 3))
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(g(x)), np.sin(np.ones((2, 3))) * 2, rtol=1e-6)
+        functrax.jvp(f, (fnp.ones(3),), (fnp.ones(3),))
+    assert calls == {"batch": 1, "jvp": 1, "compile": 2}

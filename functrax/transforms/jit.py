@@ -56,7 +56,7 @@ class _Entry:
     """One cache entry: the traced jaxpr and, once compiled, its executable."""
 
     __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
-                 "trace_time", "optimized", "backend")
+                 "trace_time", "optimized", "backend", "call_jaxpr")
 
     def __init__(self, closed, out_tree, key, trace_time, backend=None):
         self.closed = closed
@@ -68,6 +68,9 @@ class _Entry:
         self.exe = None
         self.optimized = None
         self.out_avals = closed.out_avals
+        # what jit_p binds (consts as leading operands); one object per entry, so rules that
+        # cache per jaxpr (the numpy rule's executable, ...) hit their caches
+        self.call_jaxpr = _closure_free(closed)
 
     def executable(self, donated=()):
         if self.exe is None:
@@ -263,7 +266,7 @@ class JitFunction:
                 self._fast[tuple(a.aval for a in args)] = (
                     entry.exe, entry.out_avals, None if single else entry.out_tree)
         else:
-            outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=_closure_free(entry),
+            outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=entry.call_jaxpr,
                               name=self._name)
         return tree_unflatten(entry.out_tree, outs)
 
@@ -320,9 +323,8 @@ def _to_np(x):
                     "ShapeDtypeStruct has no data: use .lower() / .compile() only)")
 
 
-def _closure_free(entry):
-    """The entry's jaxpr with its consts turned into leading inputs (bound explicitly)."""
-    c = entry.closed
+def _closure_free(c):
+    """A closed jaxpr with its consts turned into leading inputs (bound explicitly)."""
     if not c.consts:
         return c
     j = c.jaxpr

@@ -62,9 +62,28 @@ def _no_consts(closed: ClosedJaxpr):
 
 
 # --- jvp ---
+# Transformed inner jaxprs are memoized per (jaxpr object, transform details), so calling
+# vmap(jit(f)) or grad(jit(f)) again re-traces nothing and the numpy rule's compiled
+# executable (cached per jaxpr object) is reused.
+_transformed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _memo(jaxpr, key, make):
+    per_jaxpr = _transformed.setdefault(jaxpr, {})
+    hit = per_jaxpr.get(key)
+    if hit is None:
+        hit = make()
+        closed, consts = hit[0]
+        if any(isinstance(c, core.Tracer) for c in consts):
+            return hit  # tied to the current transformation: not reusable
+        per_jaxpr[key] = hit
+    return hit
+
+
 def _jit_jvp(primals, tangents, *, jaxpr, name):
-    nonzero = [type(t) is not Zero for t in tangents]
-    jvp_closed, consts = _no_consts(jvp_jaxpr(jaxpr, nonzero))
+    nonzero = tuple(type(t) is not Zero for t in tangents)
+    (jvp_closed, consts), = _memo(jaxpr, ("jvp", nonzero),
+                                  lambda: (_no_consts(jvp_jaxpr(jaxpr, list(nonzero))),))
     nz_t = [t for t in tangents if type(t) is not Zero]
     outs = jit_p.bind(*consts, *primals, *nz_t, jaxpr=jvp_closed, name=f"jvp({name})")
     n = len(jaxpr.out_avals)
@@ -127,8 +146,11 @@ transpose_rules[jit_p] = _jit_transpose
 
 # --- vmap ---
 def _jit_vmap(axis, vals, dims, *, jaxpr, name):
-    batched, out_dims = batch_jaxpr(jaxpr, axis, dims)
-    closed, consts = _no_consts(batched)
+    def make():
+        batched, out_dims = batch_jaxpr(jaxpr, axis, dims)
+        return _no_consts(batched), out_dims
+    (closed, consts), out_dims = _memo(jaxpr, ("vmap", axis.name, axis.size, tuple(dims)),
+                                       make)
     outs = jit_p.bind(*consts, *vals, jaxpr=closed, name=name)
     return outs, out_dims
 

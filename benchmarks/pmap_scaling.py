@@ -1,4 +1,5 @@
-"""Data-parallel training step time with ``functrax.pmap`` on 1 vs 2 virtual CPU devices.
+"""Data-parallel training step time with ``functrax.pmap`` on 1 vs 2 virtual CPU devices,
+and on 2 MPI processes.
 
 Run with ``python benchmarks/pmap_scaling.py [--batch B] [--hidden H] [--number N]
 [--repeat R] [--blas-threads T]``.
@@ -13,7 +14,12 @@ The step: an MLP ``256-H-H-10`` (tanh, softmax cross-entropy, SGD) on a global b
 2. times ``N`` steps of each (parameters stay on the devices between steps; the batch is
    sharded once), interleaving the ``R`` repeats and keeping the best, and prints
    milliseconds per step and the speedup of 2 devices over 1 (ideal: 2.0x on 2 free cores;
-   numpy releases the GIL in the matmuls, so the replica threads run in parallel).
+   numpy releases the GIL in the matmuls, so the replica threads run in parallel);
+3. launches ``mpiexec -n 2`` on this script (``--mpi-worker``): 2 processes of 1 device each,
+   each with half of the same global batch, the gradients averaged over the processes by
+   MPI; process 0 checks one step against ``jit`` and reports its best time, printed with
+   its speedup over pmap on 1 device (the row is skipped, with a message, when mpi4py or
+   ``mpiexec`` is missing: ``pip install 'functrax[mpi]'``).
 
 ``--blas-threads T`` (default 1; 0 keeps the BLAS library's default) sets the BLAS thread
 count before numpy loads: with a multi-threaded BLAS one device already uses every core and
@@ -24,9 +30,20 @@ devices 32.8 ms: a 1.76x speedup (1.67x with another process busy on one core). 
 steps scale less: at batch 512 / hidden 512 (about 10 ms a step) it was 1.2x, since two
 plain threads running the jitted half-batch step concurrently already take 7.1 ms instead
 of 5.0 ms (the executor's Python between numpy calls holds the GIL).
+
+The 2-MPI-process row runs after the others (its own processes, so not interleaved with
+them). Measured once on the idle 2-core machine before the polling fix: 63.1 ms/step
+(0.97x): MPICH moves data only inside MPI calls, and sleeping between ``Testall`` polls
+stalled the ~5 MB gradient ``Iallreduce`` (18-22 ms instead of 3 ms). The runtime now
+spins for the first 50 ms of a wait; with other jobs loading both cores we then measured
+54-74 ms/step for MPI against 34-98 ms for 2 threads (no clean number yet).
 """
 import argparse
+import importlib.util
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 
@@ -54,6 +71,8 @@ def parse_args():
     p.add_argument("--number", type=int, default=5, help="steps per timing")
     p.add_argument("--repeat", type=int, default=5, help="timings; the best is kept")
     p.add_argument("--blas-threads", default="1", help="BLAS threads (0: library default)")
+    p.add_argument("--no-mpi", action="store_true", help="skip the 2-MPI-process row")
+    p.add_argument("--mpi-worker", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -97,8 +116,76 @@ def best_ms(run, number, state):
     return (time.perf_counter() - t0) / number * 1e3, state
 
 
+def _mpiexec():
+    """(path of mpiexec, None) or (None, why the MPI row is skipped)."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return None, "mpi4py is not installed (pip install 'functrax[mpi]')"
+    path = os.path.join(sys.prefix, "bin", "mpiexec")
+    path = path if os.path.exists(path) else shutil.which("mpiexec")
+    return (path, None) if path else (None, "no mpiexec found (pip install 'functrax[mpi]')")
+
+
+def run_mpi(args):
+    """Time the step on 2 MPI processes (this script with --mpi-worker): ms/step or None."""
+    exe, why = _mpiexec()
+    if exe is None:
+        print(f"  {'pmap on 2 MPI processes':<26} skipped: {why}")
+        return None
+    env = dict(os.environ, FUNCTRAX_NUM_CPU_DEVICES="1")
+    env.setdefault("HYDRA_LAUNCHER", "fork")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    cmd = [exe, "-n", "2", sys.executable, os.path.abspath(__file__), "--mpi-worker",
+           "--batch", str(args.batch), "--hidden", str(args.hidden), "--number",
+           str(args.number), "--repeat", str(args.repeat), "--blas-threads", args.blas_threads]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    m = re.search(r"MPI_MS_PER_STEP ([0-9.]+)", proc.stdout)
+    if proc.returncode != 0 or m is None:
+        print(f"  {'pmap on 2 MPI processes':<26} FAILED (exit {proc.returncode}):\n"
+              f"{proc.stdout}{proc.stderr}")
+        return None
+    for line in proc.stdout.splitlines():
+        if line.startswith("pmap on 2 MPI processes:"):
+            print(line)
+    return float(m.group(1))
+
+
+def mpi_worker(args):
+    """One of 2 MPI processes: half of the global batch on its one device."""
+    functrax.distributed.initialize()
+    rank = functrax.process_index()
+    rng = np.random.default_rng(0)
+    params = init(args.hidden, rng)
+    x = rng.standard_normal((args.batch, IN)).astype(np.float32)
+    labels = np.eye(OUT, dtype=np.float32)[rng.integers(0, OUT, args.batch)]
+    half = slice(rank * args.batch // 2, (rank + 1) * args.batch // 2)
+    devs = functrax.local_devices()
+    xs, ls = shard(x[half], devs), shard(labels[half], devs)
+    step = functrax.pmap(parallel_step, axis_name="d")
+    state = functrax.device_put_replicated(params, devs)
+    p, loss = step(state, xs, ls)
+    if rank == 0:
+        ref_params, ref_loss = functrax.jit(single_step)(params, x, labels)
+        diff = max(float(np.max(np.abs(np.asarray(a)[0] - np.asarray(b))))
+                   for a, b in zip(tree_leaves(p), tree_leaves(ref_params)))
+        ok = abs(float(np.asarray(loss)[0]) - float(ref_loss)) < 1e-5 and diff < 1e-5
+        print(f"pmap on 2 MPI processes: loss {float(np.asarray(loss)[0]):.6f} vs jit "
+              f"{float(ref_loss):.6f}, max param difference {diff:.2g} "
+              f"({'ok' if ok else 'MISMATCH'})", flush=True)
+    run = lambda p: step(p, xs, ls)[0]  # noqa: E731
+    _, state = best_ms(run, 1, state)
+    best = float("inf")
+    for _ in range(args.repeat):
+        t, state = best_ms(run, args.number, state)
+        best = min(best, t)
+    if rank == 0:
+        print(f"MPI_MS_PER_STEP {best:.4f}", flush=True)
+
+
 def main():
     args = parse_args()
+    if args.mpi_worker:
+        return mpi_worker(args)
     functrax.config.update("num_cpu_devices", 2)
     devs = functrax.devices()
     rng = np.random.default_rng(0)
@@ -141,8 +228,13 @@ def main():
     for name, t in times.items():
         print(f"  {name:<26} {t:8.2f} ms/step")
     t1, t2 = times["pmap on 1 device"], times["pmap on 2 devices"]
+    t_mpi = None if args.no_mpi else run_mpi(args)
+    if t_mpi is not None:
+        print(f"  {'pmap on 2 MPI processes':<26} {t_mpi:8.2f} ms/step (1 device each)")
     print(f"speedup of 2 devices over 1: {t1 / t2:.2f}x (ideal 2.0x); pmap overhead on 1 "
           f"device over jit: {t1 - times['jit (1 device, no pmap)']:.2f} ms/step")
+    if t_mpi is not None:
+        print(f"speedup of 2 MPI processes over 1 device: {t1 / t_mpi:.2f}x (ideal 2.0x)")
 
 
 if __name__ == "__main__":

@@ -32,3 +32,5 @@ from functrax import nn, optim  # noqa: F401,E402
 from functrax import random  # noqa: F401,E402
 from functrax.devices import devices, local_devices, device_count, local_device_count, process_index, process_count, device_put_sharded, device_put_replicated  # noqa
 from functrax.transforms.pmap import pmap  # noqa
+from functrax.devices import device_put, default_backend  # noqa: E402,F401
+from functrax import distributed  # noqa: E402  (initialize() under mpiexec; imports no mpi4py)

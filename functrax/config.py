@@ -24,10 +24,14 @@ class Config:
         self._values = {}
         self._defaults = {}
         self._watchers = []
+        self._validators = {}
 
-    def define(self, name: str, default, doc: str = ""):
+    def define(self, name: str, default, doc: str = "", validate=None):
+        """Add flag ``name``; ``validate(value)`` (optional) raises on a bad value."""
         self._defaults[name] = default
         self._values[name] = default
+        if validate is not None:
+            self._validators[name] = validate
 
     def update(self, name: str, value):
         """Set flag ``name`` (e.g. ``"enable_x64"``) to ``value``.
@@ -39,6 +43,9 @@ class Config:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"functrax.config.update: unknown flag {name!r}; "
                                  f"known flags: {known}")
+        validate = self._validators.get(name)
+        if validate is not None:
+            validate(value)
         self._values[name] = value
         for w in self._watchers:
             w(name, value)
@@ -58,3 +65,15 @@ config.define("enable_x64", _env_bool("FUNCTRAX_ENABLE_X64", False),
               "Enable 64-bit types (float64, int64) as JAX's jax_enable_x64 does.")
 config.define("log_compiles", False, "Log every jit compilation with its reason and time.")
 config.define("debug_nans", False, "Raise when a primitive produces a NaN.")
+
+
+def _check_dir_or_none(value):
+    if value is not None and not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"functrax.config.update: triton_dump_dir must be a directory path "
+                        f"(str or os.PathLike) or None, got {type(value).__name__} {value!r}")
+
+
+config.define("triton_dump_dir", os.environ.get("FUNCTRAX_TRITON_DUMP_DIR") or None,
+              "A directory to which the Triton backend writes every kernel it builds (one "
+              "<name>_<hash>.py per kernel and a manifest.json of their groups' equations); "
+              "None (the default) dumps nothing.", validate=_check_dir_or_none)

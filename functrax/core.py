@@ -426,6 +426,16 @@ class Array:
     def block_until_ready(self):
         return self
 
+    @property
+    def device(self):
+        """The device holding the buffer (``CpuDevice(id=0)`` for a host array)."""
+        from functrax.devices import Device
+        return Device(0)
+
+    def devices(self) -> set:
+        """The set of devices holding the buffer."""
+        return {self.device}
+
     def __reduce__(self):
         return (Array, (self._value, None, self.aval.weak_type))
 

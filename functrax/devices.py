@@ -35,7 +35,7 @@ from functrax.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["Device", "ShardedArray", "Shard", "devices", "local_devices", "device_count",
            "local_device_count", "process_index", "process_count", "device_put_sharded",
-           "device_put_replicated", "clear_backends"]
+           "device_put_replicated", "clear_backends", "device_put", "default_backend"]
 
 ENV_NUM_CPU_DEVICES = "FUNCTRAX_NUM_CPU_DEVICES"
 
@@ -79,17 +79,32 @@ class Device:
 
 
 class _Backend:
-    """The device list of this process, made at first use."""
+    """The device list of every process, made at first use: ``counts[p]`` devices of
+    process ``p`` (default ``n`` of each), with globally unique ids, process-major."""
 
-    def __init__(self, n: int, process: int = 0, n_processes: int = 1):
+    def __init__(self, n: int, process: int = 0, n_processes: int = 1, counts=None):
         self.process_index = process
         self.process_count = n_processes
-        self.devices = [Device(i, process) for i in range(n)]
+        counts = [n] * n_processes if counts is None else [int(c) for c in counts]
+        starts = [sum(counts[:p]) for p in range(n_processes)]
+        self.devices = [Device(starts[p] + i, p) for p in range(n_processes)
+                        for i in range(counts[p])]
         self.local = [d for d in self.devices if d.process_index == process]
 
 
 _lock = threading.Lock()
 _backend: _Backend | None = None
+# (this process's index, every process's device count): set by functrax.distributed
+_process_layout: tuple | None = None
+
+
+def _set_process_layout(layout) -> None:
+    """Make the device list span processes (``(process_index, counts)``; None: this
+    process only); used by ``functrax.distributed``. Forgets the current device list."""
+    global _process_layout, _backend
+    with _lock:
+        _process_layout = layout
+        _backend = None
 
 
 def _configured_count() -> int:
@@ -116,7 +131,11 @@ def _get_backend() -> _Backend:
     if b is None:
         with _lock:
             if _backend is None:
-                _backend = _Backend(_configured_count())
+                if _process_layout is None:
+                    _backend = _Backend(_configured_count())
+                else:
+                    me, counts = _process_layout
+                    _backend = _Backend(counts[me], me, len(counts), counts)
             b = _backend
     return b
 
@@ -133,9 +152,9 @@ def clear_backends() -> None:
 
 def _on_config_update(name, value):
     if name == "num_cpu_devices" and _backend is not None and value is not None and \
-            value != len(_backend.devices):
+            value != len(_backend.local):
         warnings.warn("functrax.config num_cpu_devices was updated after the devices were "
-                      f"initialized ({len(_backend.devices)} of them); it takes effect after "
+                      f"initialized ({len(_backend.local)} of them); it takes effect after "
                       "clear_backends() (from functrax.devices import clear_backends) or when set "
                       "before the first use",
                       RuntimeWarning, stacklevel=3)
@@ -149,14 +168,20 @@ def devices(backend=None) -> list:
 
     >>> devices()[0].platform
     'cpu'
+
+    ``devices("gpu")`` (or ``"cuda"``) lists the CUDA GPUs (``functrax.gpu``).
     """
-    _check_backend(backend)
+    if _check_backend(backend):
+        from functrax.gpu import gpu_devices
+        return gpu_devices()
     return list(_get_backend().devices)
 
 
 def local_devices(process_index: int | None = None, backend=None) -> list:
     """The devices of this process (or of ``process_index``)."""
-    _check_backend(backend)
+    if _check_backend(backend):
+        from functrax.gpu import gpu_devices
+        return [d for d in gpu_devices() if d.process_index == (process_index or 0)]
     b = _get_backend()
     if process_index is None:
         return list(b.local)
@@ -185,10 +210,53 @@ def process_count(backend=None) -> int:
     return _get_backend().process_count
 
 
-def _check_backend(backend):
-    if backend not in (None, "cpu"):
-        raise RuntimeError(f"Unknown backend {backend!r}: functrax's devices are CPU devices "
-                           "(backend='cpu' or None)")
+def _check_backend(backend) -> bool:
+    """True for a GPU backend name (``"gpu"``/``"cuda"``) with a GPU present, False for the
+    CPU (``None``/``"cpu"``); JAX's error for any other platform or a missing GPU."""
+    if backend is None or backend == "cpu":
+        return False
+    from functrax.gpu import GPU_PLATFORMS, gpu_count, unknown_backend_error
+    if backend in GPU_PLATFORMS and gpu_count() > 0:
+        return True
+    raise unknown_backend_error(backend)
+
+
+def default_backend() -> str:
+    """The platform of the default device: ``"gpu"`` with a CUDA GPU present, else ``"cpu"``.
+
+    >>> default_backend() in ("cpu", "gpu")
+    True
+    """
+    from functrax.gpu import default_backend as _default
+    return _default()
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place ``x`` (an array or a pytree of them) on ``device``.
+
+    On a GPU (``functrax.devices("gpu")[i]``) the result is a GPU-resident array
+    (``.device`` is the GPU; ``np.asarray`` copies it back); on a CPU device it is a host
+    ``Array``. ``device=None`` means the default device (the first GPU when one is present,
+    else ``CpuDevice(id=0)``). ``src``, ``donate`` and ``may_alias`` are accepted for JAX
+    compatibility.
+
+    >>> import functrax
+    >>> device_put(np.float32(1.5), functrax.devices()[0]).device
+    CpuDevice(id=0)
+    """
+    from functrax.gpu import put_leaf
+    if device is None:
+        device = devices(default_backend())[0]
+    if not isinstance(device, Device):
+        raise TypeError(f"device_put: device must be a Device (an entry of functrax.devices() or "
+                        f"functrax.devices('gpu')) or None, got {device!r} of type "
+                        f"{type(device).__name__}")
+    leaves, tree = tree_flatten(x)
+    for leaf in leaves:
+        if not core.is_arraylike(leaf):
+            raise TypeError(f"device_put: expected arrays (or a pytree of arrays), got a leaf "
+                            f"{leaf!r} of type {type(leaf).__name__}")
+    return tree_unflatten(tree, [put_leaf(leaf, device) for leaf in leaves])
 
 
 # --- arrays on devices ---

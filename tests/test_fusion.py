@@ -21,6 +21,7 @@ from functrax.lowering import fusion
 from functrax.lowering.fusion import (
     FusionConfig, GroupKind, classify, describe_plan, group_layout, plan_fusion,
 )
+from functrax.lowering.fusion_types import FusionGroup
 from functrax.passes.pipeline import optimize
 from functrax.primitives import primitive_registry
 
@@ -279,9 +280,59 @@ def test_views_of_inputs_fuse_as_loads():
         a = fnp.flip(x, 1)[:, 1:5]                   # rev + slice of an input
         b = y.reshape(4, 6)[:, ::-1][:, 1:5]          # reshape of an input
         c = fnp.pad(x, ((0, 0), (1, 1)))[:, 2:6]      # pad (no interior) of an input
+        c = c + lax.pad(x, 0.5, ((-1, 1, 0), (1, -8, 1)))  # interior and negative padding
         return fnp.exp(a) * b + c + lax.iota(F32, 4)
     plan = check_plan(lower(f, x, y), x, y)
     assert kinds(plan) == [GroupKind.ELEMENTWISE]
+
+
+def test_concatenate_of_inputs_fuses_as_loads():
+    x, y = rand(4, 6), rand(4, 3)
+
+    def f(x, y):
+        c = fnp.concatenate([x, y, fnp.flip(x, 1)], axis=1)  # of inputs and their views
+        return fnp.exp(c) * 2.0, fnp.sum(fnp.concatenate([x, x], 0) ** 2, axis=0)
+    closed = lower(f, x, y)
+    plan = check_plan(closed, x, y)
+    assert GroupKind.OPAQUE not in kinds(plan)
+    cats = [e for e in closed.eqns if e.primitive.name == "concatenate"]
+    assert len(cats) == 2 and all(classify(e) == ("view", None) for e in cats)
+    written = {v for g in plan.groups for v in g.inputs + g.outputs}
+    assert not written & {e.outvars[0] for e in cats}  # no copy: read where it is used
+    many = [rand(2) for _ in range(fusion.MAX_CONCAT_OPERANDS + 1)]
+    closed = lower(lambda *xs: fnp.exp(fnp.concatenate(xs)), *many)
+    plan = check_plan(closed, *many)
+    assert kinds(plan) == [GroupKind.OPAQUE, GroupKind.ELEMENTWISE]
+    assert "operands" in classify(plan.groups[0].eqns[0])[1]
+
+
+def test_concatenate_of_computed_values_reads_them_from_memory():
+    x, y = rand(4, 6), rand(4, 3)
+    closed = lower(lambda x, y: fnp.tanh(fnp.concatenate([fnp.sin(x), y], 1)), x, y)
+    plan = check_plan(closed, x, y)
+    assert GroupKind.OPAQUE not in kinds(plan) and len(plan.groups) == 2
+    (cat,) = [g for g in plan.groups if "concatenate" in [e.primitive.name for e in g.eqns]]
+    assert "sin" not in [e.primitive.name for e in cat.eqns]
+    with pytest.raises(fusion.IllegalGroup, match="concatenate"):
+        group_layout(FusionGroup(GroupKind.ELEMENTWISE, tuple(closed.eqns),
+                                 tuple(closed.jaxpr.invars), tuple(closed.jaxpr.outvars),
+                                 (4, 9)))
+
+
+def test_dynamic_update_slice_with_literal_starts_is_a_view():
+    x, u = rand(5, 6), rand(2, 3)
+    f = lambda x, u: fnp.exp(lax.dynamic_update_slice(fnp.sin(x), u * 2.0, (1, 2)))  # noqa
+    plan = check_plan(lower(f, x, u), x, u)
+    # the update (u * 2) is computed in its own group; the window select follows sin(x)
+    assert GroupKind.OPAQUE not in kinds(plan)
+    plan = check_plan(lower(lambda x, u: lax.dynamic_update_slice(fnp.sin(x), u, (1, 2))
+                            * 3.0, x, u), x, u)
+    assert kinds(plan) == [GroupKind.ELEMENTWISE]
+    i = np.int32(1)
+    closed = lower(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 0)), x, u, i)
+    plan = check_plan(closed, x, u, i)
+    (g,) = [g for g in plan.groups if g.kind is GroupKind.OPAQUE]
+    assert "traced start indices" in classify(g.eqns[0])[1]
 
 
 def test_view_outputs_are_written():
@@ -306,9 +357,12 @@ def test_unfusible_ops_are_opaque_and_listed():
     closed = lower(f, x, i, key)
     plan = check_plan(closed, x, i, key)
     opaque = [g.eqns[0].primitive.name for g in plan.groups if g.kind is GroupKind.OPAQUE]
-    for name in ["sort", "cumsum", "gather", "cond", "pad", "dynamic_slice", "threefry2x32"]:
+    for name in ["sort", "cumsum", "gather", "cond", "dynamic_slice", "threefry2x32"]:
         assert name in opaque, name
-        assert name in fusion.UNFUSIBLE or name in ("pad", "dynamic_slice")
+        assert name in fusion.UNFUSIBLE or name == "dynamic_slice"
+    # pad with interior padding is index arithmetic (a view written out for dynamic_slice)
+    (pad,) = [g for g in plan.groups if "pad" in [e.primitive.name for e in g.eqns]]
+    assert pad.kind is GroupKind.ELEMENTWISE
     for g in plan.groups:
         if g.kind is GroupKind.OPAQUE:
             assert classify(g.eqns[0])[1]

@@ -180,3 +180,67 @@ def test_make_kernel_rejects_wrong_constexprs():
     with pytest.raises(TypeError, match="softmax_kernel: constexprs"):
         _launch.make_kernel(softmax.softmax_kernel, None, [x], [(x.shape, x.dtype)],
                             {"N_ROWS": 2}, (1,), 4)
+
+
+# --- attention (flash-style forward) ---
+
+from kernels import attention  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape,blocks", [
+    (((2, 37, 16), (2, 37, 16), (2, 37, 16)), (16, 16)),   # several query and key blocks
+    (((1, 2, 5, 8), (1, 2, 21, 8), (1, 2, 21, 24)), (None, 16)),  # Lq != Lk, Dv != D, 4-D
+    (((3, 1, 20), (3, 1, 20), (3, 1, 20)), (None, None)),   # one query, one key
+])
+def test_attention(shape, blocks, causal, dtype):
+    r = rng(6)
+    q, k, v = (normal(r, s, dtype) for s in shape)
+    o = attention.attention(q, k, v, causal=causal, block_m=blocks[0], block_n=blocks[1])
+    want = attention.reference(q, k, v, causal=causal)
+    tol = 2e-5 if dtype == F32 else 5e-3
+    assert o.dtype == want.dtype == dtype and o.shape == want.shape
+    np.testing.assert_allclose(o.astype(np.float64), want.astype(np.float64), rtol=tol,
+                               atol=tol)
+
+
+def test_attention_scale_and_online_softmax_rescaling():
+    r = rng(7)
+    q, k, v = (normal(r, (1, 40, 16), F32, 4.0) for _ in range(3))
+    k[0, 30:] *= 10.0  # the running maximum grows in a late key block
+    for causal in (False, True):
+        o = attention.attention(q, k, v, causal=causal, scale=0.3, block_m=16, block_n=16)
+        want = attention.reference(q, k, v, causal=causal, scale=0.3)
+        np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+    o = attention.attention(q, k, v, causal=True, block_m=16, block_n=16)
+    np.testing.assert_allclose(o[0, 0], v[0, 0], rtol=1e-6)  # row 0 sees key 0 only
+
+
+def test_attention_errors():
+    q = np.ones((2, 4, 8), F32)
+    with pytest.raises(TypeError, match="attention: q must be float16 or float32"):
+        attention.attention(q.astype(np.int32), q, q)
+    with pytest.raises(TypeError, match="must have one dtype"):
+        attention.attention(q, q.astype(F16), q)
+    with pytest.raises(ValueError, match="equal leading"):
+        attention.attention(q, np.ones((3, 4, 8), F32), np.ones((3, 4, 8), F32))
+    with pytest.raises(ValueError, match="disagree"):
+        attention.attention(q, np.ones((2, 4, 9), F32), q)
+    with pytest.raises(ValueError, match="head dim 300 exceeds"):
+        attention.pick_config(300)
+
+
+def test_attention_compiles_for_sm90():
+    q16 = np.empty((4, 256, 64), F16)
+    q32 = np.empty((2, 100, 32), F32)
+    kernels = [attention.build(q16, q16, q16, causal=True),
+               attention.build(q16, q16, q16, causal=False),
+               attention.build(q32, q32, q32, causal=True, precision="tf32")]
+    calls = [(k.fn, k.source.signature, k.source.constexprs, k.source.num_warps)
+             for k in kernels]
+    compiled = tcompile.compile_many(calls)
+    for k, c in zip(kernels, compiled):
+        assert c.name == "attention_kernel" and ".target sm_90" in c.ptx
+        assert c.cubin[:4] == b"\x7fELF"
+    assert "mma" in compiled[0].ptx  # both tl.dots on the tensor cores

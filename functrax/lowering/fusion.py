@@ -10,14 +10,16 @@ How equations are treated (one explicit table each, see :func:`classify`):
 - *elementwise* (``ELEMENTWISE``: arithmetic, comparisons, ``select_n``, ``clamp``,
   ``convert_element_type``, ``integer_pow``, ...) compute one value per index;
 - *views* (``VIEWS``: ``broadcast_in_dim``, ``reshape``, ``transpose``, ``squeeze``,
-  ``expand_dims``, ``rev``, static ``slice``/``pad``/``dynamic_slice``, ``iota``) are index
-  arithmetic, never copies: a view of a group input is a load with computed indices (each use
-  may index it differently); a view of a value computed in the same group must keep a
-  one-to-one correspondence of dimensions (broadcast, transpose, squeeze/expand_dims, a
-  reshape that only adds or drops size-1 dims). A view is placed in every group that reads it
-  (cheap index-only producers are duplicated); it is materialized (a node of its own) only
-  when it is a jaxpr output, an opaque equation's operand or a ``dot_general`` operand other
-  than a transposed input;
+  ``expand_dims``, ``rev``, ``pad``, static ``slice``/``dynamic_slice``, ``concatenate``,
+  static ``dynamic_update_slice``, ``iota``) are index arithmetic, never copies: a view of a
+  group input is a load with computed indices (each use may index it differently; a
+  ``concatenate`` selects among loads of its operands at shifted indices); a view of a value
+  computed in the same group must keep a one-to-one correspondence of dimensions (broadcast,
+  transpose, squeeze/expand_dims, a reshape that only adds or drops size-1 dims, a
+  ``dynamic_update_slice`` of it with an update read from the group's inputs). A view is
+  placed in every group that reads it (cheap index-only producers are duplicated); it is
+  materialized (a node of its own) only when it is a jaxpr output, an opaque equation's
+  operand or a ``dot_general`` operand other than a transposed input;
 - *reductions* (``REDUCTIONS``) take their elementwise prologue and epilogue into one
   REDUCTION group. When the reduced row has at most ``FusionConfig.max_row`` elements it is
   kept whole in registers, so several reductions over the same rows and the values computed
@@ -69,6 +71,7 @@ stop_gradient sub tan tanh xor
 
 VIEWS = frozenset("""
 broadcast_in_dim reshape transpose squeeze expand_dims rev slice pad dynamic_slice iota
+concatenate dynamic_update_slice
 """.split())
 
 REDUCTIONS = frozenset("""
@@ -89,8 +92,6 @@ UNFUSIBLE = {
     "scatter-min": _SCATTER, "scatter-max": _SCATTER,
     "cumsum": _CUMULATIVE, "cumprod": _CUMULATIVE, "cummax": _CUMULATIVE,
     "cummin": _CUMULATIVE, "cumlogsumexp": _CUMULATIVE,
-    "dynamic_update_slice": "dynamic_update_slice: writes a window into a copy of its operand",
-    "concatenate": "concatenate: operands of different shapes (not fused as indexing yet)",
     "cond": "control flow: runs one of several sub-jaxprs",
     "scan": "control flow: a loop over a sub-jaxpr",
     "while": "control flow: a loop over a sub-jaxpr",
@@ -105,21 +106,34 @@ UNFUSIBLE = {
 }
 
 
-def _pad_unfusible(eqn):
-    if any(lo < 0 or hi < 0 or interior != 0 for lo, hi, interior in
-           eqn.params["padding_config"]):
-        return "pad with interior or negative padding: not a masked load"
-    return None
-
-
 def _dynamic_slice_unfusible(eqn):
     if any(type(v) is not Literal for v in eqn.invars[1:]):
         return "dynamic_slice with traced start indices: data-dependent indexing"
     return None
 
 
+def _dynamic_update_slice_unfusible(eqn):
+    if any(type(v) is not Literal for v in eqn.invars[2:]):
+        return ("dynamic_update_slice with traced start indices: writes a window at a "
+                "data-dependent position")
+    return None
+
+
+# a fused concatenate loads every operand per element: more operands are one copy instead
+MAX_CONCAT_OPERANDS = 32
+
+
+def _concatenate_unfusible(eqn):
+    if len(eqn.invars) > MAX_CONCAT_OPERANDS:
+        return (f"concatenate of {len(eqn.invars)} operands (more than "
+                f"{MAX_CONCAT_OPERANDS}): one copy, not a select among loads")
+    return None
+
+
 # views that are fusible only for some params: primitive name -> fn(eqn) -> reason or None
-_CONDITIONAL = {"pad": _pad_unfusible, "dynamic_slice": _dynamic_slice_unfusible}
+_CONDITIONAL = {"dynamic_slice": _dynamic_slice_unfusible,
+                "dynamic_update_slice": _dynamic_update_slice_unfusible,
+                "concatenate": _concatenate_unfusible}
 
 
 def classify(eqn) -> tuple:
@@ -269,6 +283,8 @@ def _view_of_computed(eqn, t, fresh_axis):
         if _nontrivial(x_shape) == _nontrivial(out_shape):
             it = iter(a for a, n in zip(t, x_shape) if n != 1)
             return tuple(None if n == 1 else next(it) for n in out_shape)
+    if name == "dynamic_update_slice":  # a select between the operand and the update
+        return t
     if x_shape == out_shape and _identity_view(eqn):
         return t
     raise IllegalGroup(f"'{name}' re-indexes a value computed in the same group "
@@ -392,8 +408,12 @@ class _Analysis:
             if out in self.materialized:
                 self.fixed[out] = self.fresh(out.aval.shape)
             return
+        if e.primitive.name == "concatenate":
+            raise IllegalGroup("'concatenate' of a value computed in the same group (its "
+                               "operands are read at shifted indices)")
         if any(not self.input_like(v) for v in e.invars[1:]):
-            raise IllegalGroup(f"'{e.primitive.name}' with a computed index or padding operand")
+            raise IllegalGroup(f"'{e.primitive.name}' with a computed index, padding or update "
+                               "operand")
         t = _view_of_computed(e, self.use(e.invars[0]), self.fresh_axis)
         self.tuples.append(t)
         self.fixed[out] = t

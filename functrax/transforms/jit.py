@@ -17,6 +17,7 @@ import numpy as np
 from functrax import core, dtypes
 from functrax.config import config
 from functrax.core import Array, ClosedJaxpr, ShapedArray
+from functrax.gpu import GpuArray, wrap_buffer
 from functrax.lowering.executor import compile_jaxpr
 from functrax.passes.pipeline import optimize
 from functrax.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
@@ -56,7 +57,7 @@ class _Entry:
     """One cache entry: the traced jaxpr and, once compiled, its executable."""
 
     __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
-                 "trace_time", "optimized", "backend", "call_jaxpr")
+                 "trace_time", "optimized", "backend", "call_jaxpr", "gpu_exe")
 
     def __init__(self, closed, out_tree, key, trace_time, backend=None):
         self.closed = closed
@@ -66,21 +67,31 @@ class _Entry:
         self.trace_time = trace_time
         self.consts_are_tracers = any(isinstance(c, core.Tracer) for c in closed.consts)
         self.exe = None
+        self.gpu_exe = None  # a Triton executable of a non-triton entry (GPU-resident inputs)
         self.optimized = None
         self.out_avals = closed.out_avals
         # what jit_p binds (consts as leading operands); one object per entry, so rules that
         # cache per jaxpr (the numpy rule's executable, ...) hit their caches
         self.call_jaxpr = _closure_free(closed)
 
-    def executable(self, donated=()):
+    def executable(self, donated=(), backend=None):
+        """The compiled program; ``backend="triton"`` on an entry of another backend (called
+        with GPU-resident inputs) compiles and keeps a second, Triton one."""
+        if backend == "triton" and self.backend != "triton":
+            if self.gpu_exe is None:
+                self.gpu_exe = self._compile("triton", donated)
+            return self.gpu_exe
         if self.exe is None:
-            if self.optimized is None:
-                self.optimized = optimize(self.closed)
-            compile_fn = compile_jaxpr
-            if self.backend == "triton":
-                from functrax.lowering.triton.backend import compile_triton as compile_fn
-            self.exe = compile_fn(self.optimized, donated=donated)
+            self.exe = self._compile(self.backend, donated)
         return self.exe
+
+    def _compile(self, backend, donated):
+        if self.optimized is None:
+            self.optimized = optimize(self.closed)
+        compile_fn = compile_jaxpr
+        if backend == "triton":  # on a GPU: a GpuProgram; else the interpreter's program
+            from functrax.lowering.triton.gpu_program import compile_for_placement as compile_fn
+        return compile_fn(self.optimized, donated=donated)
 
 
 def _leaf_aval(x):
@@ -211,7 +222,8 @@ class JitFunction:
             return out_leaves
 
         closed = trace_to_jaxpr(flat_fun, list(avals), info)
-        entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0, self.backend)
+        entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0,
+                       self.backend or _nested_backend(closed))
         if not entry.consts_are_tracers:  # closures over outer tracers are traced per call
             self._cache[key] = entry
             self._account(key, entry, info)
@@ -261,16 +273,21 @@ class JitFunction:
         entry, leaves = self._entry(args, kwargs)
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
             outs = self._run(entry, leaves)
-            if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+            if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
+                    not getattr(entry.exe, "device_outputs", False):
                 single = entry.out_tree.num_leaves == 1 and entry.out_tree == _LEAF
                 self._fast[tuple(a.aval for a in args)] = (
                     entry.exe, entry.out_avals, None if single else entry.out_tree)
         else:
+            backend = {"backend": entry.backend} if entry.backend else {}  # none: JAX's params
             outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=entry.call_jaxpr,
-                              name=self._name)
+                              name=self._name, **backend)
         return tree_unflatten(entry.out_tree, outs)
 
     def _run(self, entry, leaves):
+        on_gpu = any(type(x) is GpuArray for x in leaves)
+        if on_gpu or entry.backend == "triton":
+            return self._run_triton(entry, leaves)
         if not self.donate_argnums:
             vals = [x._value if isinstance(x, Array) else _to_np(x) for x in leaves]
             outs = entry.executable().run(*vals)
@@ -281,6 +298,20 @@ class JitFunction:
             self._consume_donated(leaves, donated)  # before the call: the program owns them
             outs = exe.run_consuming(vals)
         return [Array._make(v, a) for v, a in zip(outs, entry.out_avals)]
+
+    def _run_triton(self, entry, leaves):
+        """Run on the Triton backend (selected by ``backend="triton"`` or by GPU-resident
+        inputs): device buffers go in and come out as GPU-resident arrays on a GPU."""
+        donated = self._donated_leaves(entry, len(leaves)) if self.donate_argnums else ()
+        exe = entry.executable(tuple(sorted(donated)), "triton")
+        on_device = getattr(exe, "device_outputs", False)
+        vals = [x._gpu if on_device and type(x) is GpuArray else
+                x._value if isinstance(x, Array) else _to_np(x) for x in leaves]
+        self._consume_donated(leaves, donated)
+        outs = exe.run(*vals)
+        if not on_device:
+            return [Array._make(v, a) for v, a in zip(outs, entry.out_avals)]
+        return [wrap_buffer(v, a) for v, a in zip(outs, entry.out_avals)]
 
     def _donated_leaves(self, entry, n_leaves):
         """Flat indices of the leaves of the donated arguments."""
@@ -321,6 +352,15 @@ def _to_np(x):
         return np.asarray(x, core.get_aval(x).dtype)
     raise TypeError(f"cannot run a compiled function on {type(x).__name__} (a "
                     "ShapeDtypeStruct has no data: use .lower() / .compile() only)")
+
+
+def _nested_backend(closed):
+    """The backend named by the jits called directly in ``closed`` (when they agree): a jit
+    without a backend runs a nested ``jit(f, backend=...)`` on that backend, the whole
+    program fused together, as JAX propagates an inner jit's backend outwards."""
+    named = {e.params.get("backend") for e in closed.jaxpr.eqns if e.primitive is jit_p}
+    named.discard(None)
+    return named.pop() if len(named) == 1 else None
 
 
 def _closure_free(c):
@@ -432,7 +472,12 @@ class Compiled:
         return str(self._entry.optimized)
 
     def cost_analysis(self):
-        """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict)."""
+        """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict); on the
+        triton backend also one dict per kernel under ``'kernels'`` (bytes: what each kernel
+        reads and writes)."""
+        exe = self._entry.exe
+        if hasattr(exe, "cost_analysis"):  # the triton backend: per fused kernel
+            return exe.cost_analysis()
         from functrax.lowering.cost import cost_analysis
         return cost_analysis(self._entry.optimized)
 
@@ -486,7 +531,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         new value compiles again. Given one, the other is inferred from the signature.
       donate_argnums / donate_argnames: arguments whose buffers the call may reuse; they
         cannot be used afterwards.
-      backend, device: where to run (numpy on CPU by default).
+      backend, device: where to run: the numpy backend on the CPU by default;
+        ``backend="triton"`` runs fused Triton kernels (on a CUDA GPU when one is present,
+        outputs staying there; else in Triton's CPU interpreter). GPU-resident inputs
+        (``functrax.device_put(x, functrax.devices("gpu")[0])``) select the Triton backend
+        too.
 
     >>> import functrax.numpy as fnp
     >>> f = jit(lambda x: fnp.sin(x) * 2)
@@ -497,6 +546,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend, device=device)
+    if backend in ("gpu", "cuda") or (backend is None and getattr(device, "platform", "") == "gpu"):
+        from functrax.gpu import gpu_count, unknown_backend_error
+        if not gpu_count():
+            raise unknown_backend_error(backend or "gpu")
+        backend = "triton"  # a CUDA GPU runs the Triton backend
     if backend not in _BACKENDS:
         raise RuntimeError(f"Unknown backend {backend!r} for jit. Available backends: "
                            f"{sorted(b for b in _BACKENDS if b)} (None: the default, numpy).")
@@ -515,7 +569,7 @@ jit_p = new_primitive("jit", multiple_results=True)
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr, name):
+def _jit_abstract_eval(*avals, jaxpr, name, backend=None):
     """The inner jaxpr's output types, once the operands match its inputs."""
     j = jaxpr.jaxpr
     inner = [v.aval for v in j.constvars + j.invars] if not jaxpr.consts else \

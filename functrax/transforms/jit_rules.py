@@ -1,6 +1,12 @@
 """The ``jit`` call primitive's entry in every table: numpy backend, printing, inlining, jvp,
 partial evaluation, transposition and vmap. Each transforms the inner jaxpr and binds
-``jit`` again, so ``grad(jit(f))``, ``jit(grad(f))``, ``vmap(jit(f))``, ... all stay jitted."""
+``jit`` again, so ``grad(jit(f))``, ``jit(grad(f))``, ``vmap(jit(f))``, ... all stay jitted.
+
+A jit with a backend (``jit(f, backend="triton")``) carries it as the ``backend`` param (absent
+for the default backend, so such jaxprs print as JAX prints them); every rule binds the
+transformed jit with the same backend, and the numpy rule runs a ``backend="triton"`` jit
+through the Triton backend (``compile_triton``), so ``vmap(jit(f, backend="triton"))`` and
+``grad(jit(f, backend="triton"))`` run fused kernels too."""
 from __future__ import annotations
 
 import weakref
@@ -24,11 +30,23 @@ from functrax.transforms.transpose import backward_pass, is_undefined, transpose
 
 inlinable[jit_p] = "jaxpr"
 
-# --- numpy backend: compile the inner jaxpr once per jaxpr object ---
+# --- numpy backend: compile the inner jaxpr once per (jaxpr object, backend) ---
 _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_compiled_triton: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _jit_numpy(*args, jaxpr, name):
+def _bk(backend) -> dict:
+    """The ``backend`` param to bind (none for the default backend, as JAX's jit params)."""
+    return {"backend": backend} if backend else {}
+
+
+def _jit_numpy(*args, jaxpr, name, backend=None):
+    if backend == "triton":
+        exe = _compiled_triton.get(jaxpr)
+        if exe is None:
+            from functrax.lowering.triton.backend import compile_triton
+            exe = _compiled_triton[jaxpr] = compile_triton(optimize(jaxpr))
+        return exe.run(*args)
     exe = _compiled.get(jaxpr)
     if exe is None:
         exe = _compiled[jaxpr] = compile_jaxpr(optimize(jaxpr))
@@ -42,6 +60,8 @@ numpy_rules[jit_p] = _jit_numpy
 def _jit_pp(eqn, ctx):
     inner = pp_jaxpr_doc(eqn.params["jaxpr"].jaxpr, PPContext())
     items = [pp.text(f"name={eqn.params['name']}"), pp.text("jaxpr=") + inner]
+    if eqn.params.get("backend"):
+        items.insert(1, pp.text(f"backend={eqn.params['backend']}"))
     return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), items)]))
                     + pp.brk("") + pp.text("]"))
 
@@ -80,12 +100,13 @@ def _memo(jaxpr, key, make):
     return hit
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def _jit_jvp(primals, tangents, *, jaxpr, name, backend=None):
     nonzero = tuple(type(t) is not Zero for t in tangents)
     (jvp_closed, consts), = _memo(jaxpr, ("jvp", nonzero),
                                   lambda: (_no_consts(jvp_jaxpr(jaxpr, list(nonzero))),))
     nz_t = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*consts, *primals, *nz_t, jaxpr=jvp_closed, name=f"jvp({name})")
+    outs = jit_p.bind(*consts, *primals, *nz_t, jaxpr=jvp_closed, name=f"jvp({name})",
+                      **_bk(backend))
     n = len(jaxpr.out_avals)
     return outs[:n], outs[n:]
 
@@ -99,7 +120,7 @@ jvp_rules[jit_p] = _jit_jvp
 # rather than staged whole: a nested jit's known outputs stay known (otherwise its primal
 # outputs would reach the linear part and make it non-linear).
 def _jit_partial_eval(trace, args, params):
-    jaxpr, name = params["jaxpr"], params["name"]
+    jaxpr, name, bk = params["jaxpr"], params["name"], _bk(params.get("backend"))
     closed, consts = _no_consts(jaxpr)
     args = consts + list(args)
     unknowns = [trace.is_unknown(x) for x in args]
@@ -108,11 +129,11 @@ def _jit_partial_eval(trace, args, params):
     with core.set_current_trace(trace.parent):
         k_closed, u_closed, out_unk, num_res = partial_eval_closed(closed, unknowns)
         k_closed, k_consts = _no_consts(k_closed)
-        known = jit_p.bind(*k_consts, *known_args, jaxpr=k_closed, name=name) \
+        known = jit_p.bind(*k_consts, *known_args, jaxpr=k_closed, name=name, **bk) \
             if k_closed.jaxpr.outvars else []
     k_outs, res = known[:len(known) - num_res], known[len(known) - num_res:]
     u_outs = trace.stage(jit_p, list(res) + unknown_args,
-                         dict(jaxpr=u_closed, name=name)) if any(out_unk) else []
+                         dict(jaxpr=u_closed, name=name, **bk)) if any(out_unk) else []
     k_it, u_it = iter(k_outs), iter(u_outs)
     return [next(u_it) if u else next(k_it) for u in out_unk]
 
@@ -121,7 +142,7 @@ partial_eval_rules[jit_p] = _jit_partial_eval
 
 
 # --- transpose: the backward pass of the inner (linear) jaxpr, itself jitted ---
-def _jit_transpose(cts, *args, jaxpr, name):
+def _jit_transpose(cts, *args, jaxpr, name, backend=None):
     closed, consts = _no_consts(jaxpr)
     args = consts + list(args)
     lin = [is_undefined(a) for a in args]
@@ -136,7 +157,8 @@ def _jit_transpose(cts, *args, jaxpr, name):
         return [instantiate(c) for c in backward_pass(lin_jaxpr, res, cts)]
 
     t_closed, t_consts, flat, _, _ = trace_subjaxpr(bwd, (res, cts))
-    outs = iter(jit_p.bind(*t_consts, *flat, jaxpr=t_closed, name=f"transpose({name})"))
+    outs = iter(jit_p.bind(*t_consts, *flat, jaxpr=t_closed, name=f"transpose({name})",
+                           **_bk(backend)))
     cts_in = [next(outs) if u else None for u in lin]
     return cts_in[len(consts):]
 
@@ -145,13 +167,13 @@ transpose_rules[jit_p] = _jit_transpose
 
 
 # --- vmap ---
-def _jit_vmap(axis, vals, dims, *, jaxpr, name):
+def _jit_vmap(axis, vals, dims, *, jaxpr, name, backend=None):
     def make():
         batched, out_dims = batch_jaxpr(jaxpr, axis, dims)
         return _no_consts(batched), out_dims
     (closed, consts), out_dims = _memo(jaxpr, ("vmap", axis.name, axis.size, tuple(dims)),
                                        make)
-    outs = jit_p.bind(*consts, *vals, jaxpr=closed, name=name)
+    outs = jit_p.bind(*consts, *vals, jaxpr=closed, name=name, **_bk(backend))
     return outs, out_dims
 
 

@@ -11,11 +11,19 @@ device) that a following pmap consumes without gathering.
 ``axis_name``, ``axis_size``, ``in_axes``, ``out_axes`` per flat operand/result, ...) with a
 numpy rule and jvp / partial-eval / transpose / vmap rules, so ``grad(pmap(f))``,
 ``vmap(pmap(f))``, ``jit(pmap(f))`` and nested pmaps compose, as ``pmap(grad(f))`` does.
+
+In a multi-process run (``functrax.distributed.initialize()``) a top-level pmap's axis is
+global, as in JAX: each process passes its local shard (mapped size ``axis_size``, at most
+its local device count), the per-device program is traced with the global size
+(``global_axis_size`` = ``axis_size`` times the number of processes: ``psum(1, name)``,
+``all_gather`` and ``axis_index`` see every device of every process), and the outputs hold
+this process's replicas only.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import weakref
 
 import numpy as np
@@ -30,6 +38,7 @@ from functrax.passes.pipeline import optimize
 from functrax.primitives import collectives as C
 from functrax.primitives._util import new_primitive
 from functrax.tracing import DebugInfo, fun_name, fun_source, trace_to_jaxpr
+from functrax.transforms import pmap_gpu
 from functrax.transforms import pmap_runtime as rt
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.batching import _jaxpr_axis_names, batch_jaxpr, moveaxis, vmap_rules
@@ -95,6 +104,7 @@ def _with(params, **changes):
 # --- replicas and execution ---
 
 _REPLICAS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_tracing = threading.local()  # .depth: pmaps being traced in this thread (inner ones are local)
 
 
 def inner_replicas(jaxpr: Jaxpr) -> int:
@@ -135,12 +145,23 @@ def _take(v: np.ndarray, ax, i: int):
     return v[(slice(None),) * ax + (i, Ellipsis)]
 
 
-def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devices, **_):
-    groups = rt.plan_devices(axis_size, inner_replicas(call_jaxpr.jaxpr), devices)
-    exe = _executable(call_jaxpr, axis_name, axis_size)
+def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devices,
+                global_axis_size, backend=None, **_):
+    gpus = pmap_gpu.placement(devices, backend)
+    if gpus is not None:  # on GPUs (transformed pmaps: grad, vmap...): results to the host
+        outs, _ = pmap_gpu.run(call_jaxpr, axis_name, args, in_axes, axis_size, gpus,
+                               gpus_given=devices is not None,
+                               inner=inner_replicas(call_jaxpr.jaxpr),
+                               global_size=global_axis_size)
+        return [outs[0][k].to_numpy() if ax is None else
+                np.stack([o[k].to_numpy() for o in outs], axis=ax)
+                for k, ax in enumerate(out_axes)]
+    groups, axis = rt.plan(axis_size, inner_replicas(call_jaxpr.jaxpr), devices,
+                           global_axis_size)
+    exe = _executable(call_jaxpr, axis_name, global_axis_size)
     vals = [np.asarray(a) for a in args]
     outs = rt.run_replicas(lambda i: exe.run(*[_take(v, ax, i) for v, ax in zip(vals, in_axes)]),
-                           axis_name, groups)
+                           axis_name, groups, axis)
     return [outs[0][k] if ax is None else np.stack([o[k] for o in outs], axis=ax)
             for k, ax in enumerate(out_axes)]
 
@@ -154,7 +175,7 @@ numpy_rules[xla_pmap_p] = _pmap_numpy
 def _pmap_jvp(primals, tangents, **params):
     call, in_axes = params["call_jaxpr"], params["in_axes"]
     nonzero = [type(t) is not Zero for t in tangents]
-    with core.extend_axis_env(params["axis_name"], params["axis_size"]):
+    with core.extend_axis_env(params["axis_name"], params["global_axis_size"]):
         jclosed, consts = closure_convert(jvp_jaxpr(call, nonzero))
     nz_t = [t for t in tangents if type(t) is not Zero]
     new_in = ((None,) * len(consts) + tuple(in_axes)
@@ -178,7 +199,7 @@ def _pmap_partial_eval(trace, args, params):
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
     with core.set_current_trace(trace.parent):
-        with core.extend_axis_env(params["axis_name"], params["axis_size"]):
+        with core.extend_axis_env(params["axis_name"], params["global_axis_size"]):
             k_closed, u_closed, out_unk, num_res = partial_eval_closed(call, unknowns)
             k_closed, k_consts = closure_convert(k_closed)
         k_in = (None,) * len(k_consts) + tuple(ax for ax, u in zip(in_axes, unknowns) if not u)
@@ -220,21 +241,27 @@ def _pmap_transpose(cts, *args, **params):
     res_avals = [_unmapped(core.get_aval(a), ax) for a, ax in zip(res, res_axes)]
     ct_avals = [a for a, z in zip(out_avals, nz) if z]
 
+    # across processes, an unmapped input's cotangent is summed over the global axis inside
+    spans = params["global_axis_size"] != params["axis_size"]
+
     def bwd(*flat):
         it = iter(flat[len(res):])
         cts_dev = [next(it) if z else Zero(a) for z, a in zip(nz, out_avals)]
-        return [instantiate(c) for c in backward_pass(lin_jaxpr, list(flat[:len(res)]), cts_dev)]
+        outs = [instantiate(c) for c in backward_pass(lin_jaxpr, list(flat[:len(res)]), cts_dev)]
+        return [lax.psum(o, params["axis_name"]) if spans and ax is None else o
+                for o, ax in zip(outs, lin_axes)]
 
-    with core.extend_axis_env(params["axis_name"], params["axis_size"]):
+    with core.extend_axis_env(params["axis_name"], params["global_axis_size"]):
         t_closed, t_consts = closure_convert(trace_to_jaxpr(bwd, res_avals + ct_avals))
     t_in = ((None,) * len(t_consts) + res_axes
             + tuple(ax for ax, z in zip(out_axes, nz) if z))
     outs = xla_pmap_p.bind(*t_consts, *res, *[c for c in cts if type(c) is not Zero], **_with(
         params, call_jaxpr=t_closed, in_axes=t_in,
-        out_axes=tuple(0 if ax is None else ax for ax in lin_axes),
+        out_axes=tuple((None if spans else 0) if ax is None else ax for ax in lin_axes),
         name=f"transpose({params['name']})"))
     # an unmapped (broadcast) input gets the sum of the devices' cotangents
-    outs = iter([lax.reduce_sum(o, (0,)) if ax is None else o for o, ax in zip(outs, lin_axes)])
+    outs = iter([lax.reduce_sum(o, (0,)) if ax is None and not spans else o
+                 for o, ax in zip(outs, lin_axes)])
     return [next(outs) if u else None for u in lin]
 
 
@@ -260,7 +287,7 @@ def _pmap_vmap(axis, vals, dims, **params):
     def place(i, v, d):
         return v if d is None else moveaxis(v, d, 0)
 
-    with core.extend_axis_env(params["axis_name"], params["axis_size"]):
+    with core.extend_axis_env(params["axis_name"], params["global_axis_size"]):
         batched, out_dims = batch_jaxpr(params["call_jaxpr"], axis, dev_dims, place)
     batched, consts = closure_convert(batched)
     new_out = tuple(ax if d is None else (None if ax is None else ax + 1)
@@ -418,7 +445,7 @@ class PmapFunction:
 
     # --- tracing ---
 
-    def _trace(self, args, kwargs, flat, in_tree, axes, names, size, static_pos):
+    def _trace(self, args, kwargs, flat, in_tree, axes, names, global_size, static_pos):
         avals = [_unmapped(core.get_aval(x), ax) for x, ax in zip(flat, axes)]
         info = DebugInfo(self._name, fun_source(self.fun), names(), "pmap")
         box = []
@@ -432,8 +459,12 @@ class PmapFunction:
             box.append(out_tree)
             return leaves
 
-        with core.extend_axis_env(self.axis_name, size):
-            closed = trace_to_jaxpr(flat_fun, avals, info)
+        _tracing.depth = getattr(_tracing, "depth", 0) + 1
+        try:
+            with core.extend_axis_env(self.axis_name, global_size):
+                closed = trace_to_jaxpr(flat_fun, avals, info)
+        finally:
+            _tracing.depth -= 1
         out_tree = box[0]
         out_axes = self._flat_out_axes(closed, out_tree, axes)
         return _Entry(closed, out_tree, out_axes)
@@ -480,22 +511,23 @@ class PmapFunction:
                              "containing an array, got empty *args=() and **kwargs={}")
         flat, in_tree, axes, names, statics, static_pos = self._flatten(args, kwargs)
         size = self._size(flat, axes, names)
+        gsize = rt.global_axis_size(size, self.devices, getattr(_tracing, "depth", 0) > 0)
         avals = tuple(_unmapped(core.get_aval(x), ax) for x, ax in zip(flat, axes))
         env = tuple((f.name, f.size) for f in core._state.axis_env)
-        key = (in_tree, tuple(axes), avals, statics, size, env)
+        key = (in_tree, tuple(axes), avals, statics, size, gsize, env)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._trace(args, kwargs, flat, in_tree, axes, names, size, static_pos)
+            entry = self._trace(args, kwargs, flat, in_tree, axes, names, gsize, static_pos)
             if not entry.consts_are_tracers:
                 self._cache[key] = entry
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
-            outs = self._run(entry, flat, axes, size, in_tree)
+            outs = self._run(entry, flat, axes, size, in_tree, gsize)
         else:
             n_c = len(entry.consts)
             donated = self._donated(in_tree, len(flat))
             outs = xla_pmap_p.bind(
                 *entry.consts, *flat, call_jaxpr=entry.call_jaxpr, axis_name=self.axis_name,
-                axis_size=size, global_axis_size=size, devices=self.devices,
+                axis_size=size, global_axis_size=gsize, devices=self.devices,
                 backend=self.backend, name=self._name, in_axes=(None,) * n_c + tuple(axes),
                 out_axes=entry.out_axes,
                 donated_invars=(False,) * n_c + tuple(i in donated for i in range(len(flat))),
@@ -515,9 +547,12 @@ class PmapFunction:
                 out.update(tree_flatten(dyn[pos])[0])
         return out
 
-    def _run(self, entry, flat, axes, size, in_tree):
-        groups = rt.plan_devices(size, entry.inner, self.devices)
+    def _run(self, entry, flat, axes, size, in_tree, gsize):
         donated = tuple(sorted(self._donated(in_tree, len(flat))))
+        gpus = pmap_gpu.placement(self.devices, self.backend, flat)
+        if gpus is not None:
+            return self._run_gpu(entry, flat, axes, size, gsize, gpus, donated)
+        groups, axis = rt.plan(size, entry.inner, self.devices, gsize)
         per_dev = [[] for _ in range(size)]
         for x, ax in zip(flat, axes):
             if type(x) is ShardedArray and ax is not None and x._axis == ax and \
@@ -530,13 +565,13 @@ class PmapFunction:
                 per_dev[i].append(_take(v, ax, i))
         for i in donated:
             _delete(flat[i])
-        exe = _executable(entry.closed, self.axis_name, size, donated)
+        exe = _executable(entry.closed, self.axis_name, gsize, donated)
 
         def body(i):
             vals, per_dev[i] = per_dev[i], None
             return exe.run_consuming(vals) if donated else exe.run(*vals)
 
-        outs = rt.run_replicas(body, self.axis_name, groups)
+        outs = rt.run_replicas(body, self.axis_name, groups, axis)
         devs = [g[0] for g in groups]
         results = []
         for k, (ax, aval) in enumerate(zip(entry.out_axes, entry.out_avals)):
@@ -546,6 +581,16 @@ class PmapFunction:
                 results.append(ShardedArray._make([o[k] for o in outs], ax, devs,
                                                   _mapped(aval, size, ax)))
         return results
+
+
+    def _run_gpu(self, entry, flat, axes, size, gsize, gpus, donated):
+        """On GPUs (``pmap_gpu``): GPU-sharded outputs, GPU-resident inputs kept there."""
+        outs, devs = pmap_gpu.run(entry.closed, self.axis_name, flat, axes, size, gpus,
+                                  gpus_given=self.devices is not None, inner=entry.inner,
+                                  global_size=gsize, donated=donated,
+                                  before=lambda: [_delete(flat[i]) for i in donated])
+        return pmap_gpu.wrap_outputs(outs, devs, entry.out_axes, entry.out_avals, size,
+                                     _mapped)
 
 
 class _Lazy:
@@ -584,7 +629,7 @@ def _host_value(x) -> np.ndarray:
 
 
 def _delete(x):
-    if type(x) is ShardedArray:
+    if isinstance(x, ShardedArray):
         x.delete()
     elif type(x) is Array:
         x._value = _Deleted(x.aval)
@@ -608,8 +653,14 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         on every device (e.g. a ``psum``) and is returned once.
       static_broadcasted_argnums: positional arguments that are hashable Python values,
         passed to every replica as they are (each new value traces again).
-      devices: the devices to run on (default: the first ones of ``local_devices()``).
-      backend: "cpu" or None.
+      devices: the devices to run on (default: the first ones of ``local_devices()``, or of
+        ``devices("gpu")`` when the inputs are GPU-resident or ``backend="gpu"``). In
+        a multi-process run (``functrax.distributed.initialize()``) the axis spans every
+        process: each passes its local shard, collectives and ``axis_index`` are global.
+      backend: None, "cpu", or "gpu" / "cuda": run on the CUDA GPUs (see ``pmap_gpu``:
+        the per-device program is compiled by the Triton backend, collectives go through
+        NCCL when nccl4py is installed). GPU ``devices`` or GPU-resident inputs (``GpuArray``,
+        a GPU pmap's output) also select the GPUs; otherwise pmap runs on the CPU devices.
       axis_size: the mapped size, needed only when no argument is mapped.
       donate_argnums: arguments whose buffers the call may reuse; they are deleted.
 
@@ -646,18 +697,24 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                         f"to the positional arguments passed to the function, but got {in_axes}.")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
-    if backend not in (None, "cpu"):
+    if backend not in (None, "cpu") + pmap_gpu.GPU_BACKENDS:
         raise ValueError(f"pmap: unknown backend {backend!r}; functrax runs pmap on CPU "
-                         "devices (backend='cpu' or None)")
+                         "devices (backend='cpu' or None) or CUDA GPUs (backend='gpu')")
+    if backend in pmap_gpu.GPU_BACKENDS:
+        from functrax.gpu import gpu_count, unknown_backend_error
+        if not gpu_count():
+            raise unknown_backend_error(backend)
     if devices is not None:
         from functrax.devices import Device
         devices = list(devices)
-        bad = [d for d in devices if type(d) is not Device]
+        bad = [d for d in devices if not isinstance(d, Device)]
         if bad:
             raise TypeError(f"pmap: devices must be Device objects (functrax.devices()), got "
                             f"{bad[0]!r}")
+        pmap_gpu.placement(devices, backend)  # one platform
     return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices,
                         backend, axis_size, donate_argnums)
 
 # check_jaxpr binds the mapped axis while checking the sub-jaxpr (its collectives name it)
-core.axis_binding_rules[xla_pmap_p] = lambda params: (params["axis_name"], params["axis_size"])
+core.axis_binding_rules[xla_pmap_p] = lambda params: (params["axis_name"],
+                                                      params["global_axis_size"])

@@ -22,8 +22,13 @@ Nested pmaps run their inner replicas in new threads, on the devices of the oute
 group; their collectives over an outer axis meet the inner replicas of the other outer
 replicas through the same communicator.
 
-A multi-process runtime (MPI) implements the same :class:`Communicator` interface (one
-``combine`` step per collective) over processes instead of threads.
+In a multi-process run (``functrax.distributed.initialize()`` under ``mpiexec``) a
+top-level pmap maps a *global* axis (:class:`GlobalAxis`): each process runs the replicas of
+its local devices at their global positions (process-major), ``axis_index`` is global, and
+the collectives go through ``mpi_communicator.MPICommunicator``, the same
+:class:`Communicator` interface over processes. Each collective rule tags its ``combine``
+with ``combine.mpi`` (what it computes: a reduction, a gather, a permutation, an
+all-to-all) so that the MPI communicator can pick the matching MPI call.
 """
 from __future__ import annotations
 
@@ -38,13 +43,14 @@ import numpy as np
 from functrax import core
 from functrax import primitives as P
 from functrax.config import config
-from functrax.devices import local_devices
+from functrax.devices import local_devices, process_count, process_index
 from functrax.lowering.numpy_backend import numpy_rules
 from functrax.primitives.collectives import axis_names
 
 config.define("collective_timeout_s", 60.0,
-              "Seconds a pmap collective waits for the other replicas before raising "
-              "CollectiveTimeoutError (instead of hanging).")
+              "Seconds a pmap collective waits for the other replicas (threads, or MPI "
+              "processes in a multi-process run) before raising CollectiveTimeoutError "
+              "(instead of hanging).")
 
 
 class CollectiveTimeoutError(RuntimeError):
@@ -301,6 +307,69 @@ def _device_error(need, have):
                       f"{have} XLA devices are available (num_replicas={need})")
 
 
+class GlobalAxis:
+    """A top-level pmap axis spanning the processes of a multi-process run.
+
+    ``size``: the global number of replicas; ``owners[g]``: the process running the
+    replica at global position ``g``; ``positions[i]``: the global position of this
+    process's ``i``-th replica.
+    """
+
+    __slots__ = ("size", "owners", "positions")
+
+    def __init__(self, size, owners, positions):
+        self.size, self.owners, self.positions = size, list(owners), list(positions)
+
+
+def global_axis_size(size: int, devices=None, nested: bool = False) -> int:
+    """The global size of a pmap axis of local (per-process) size ``size``.
+
+    A top-level pmap of a multi-process run maps ``size`` replicas in each process it spans
+    (every process, or those of the explicit ``devices``): ``size`` times their number, as
+    in JAX; otherwise (one process, a nested pmap, only local ``devices``) ``size``.
+    """
+    if nested or current_context() is not None or process_count() == 1:
+        return size
+    if devices is None:
+        return size * process_count()
+    procs = {d.process_index for d in devices}
+    return size if procs == {process_index()} else size * len(procs)
+
+
+def plan(size: int, inner: int, devices=None, global_size=None):
+    """``(groups, axis)``: the devices of each of this process's ``size`` replicas (a group
+    of ``inner`` devices each) and, for an axis spanning processes (``global_size`` larger
+    than ``size``), its :class:`GlobalAxis` (else None)."""
+    if global_size is None or global_size == size:
+        return plan_devices(size, inner, devices), None
+    me, nproc = process_index(), process_count()
+    if devices is None:
+        avail = local_devices()
+        if size * inner > len(avail):
+            raise _device_error(global_size * inner, len(avail) * nproc)
+        owners = [g // size for g in range(global_size)]
+        groups = [avail[i * inner:(i + 1) * inner] for i in range(size)]
+    else:
+        if len(devices) != global_size * inner:
+            raise ValueError(f"pmap: {len(devices)} devices were passed for {global_size} "
+                             f"replicas of {inner} device(s) each ({size} in each of the "
+                             f"{global_size // size} processes)")
+        owners = [devices[g * inner].process_index for g in range(global_size)]
+        groups = [devices[g * inner:(g + 1) * inner] for g in range(global_size)
+                  if owners[g] == me]
+        if len(groups) != size or any(d.process_index != me for grp in groups for d in grp):
+            raise ValueError("Leading axis size of input to pmapped function must equal the "
+                             "number of local devices passed to pmap. Got axis_size="
+                             f"{size}, num_local_devices={len(groups)}.")
+    if sorted(set(owners)) != list(range(nproc)) or \
+            any(owners.count(q) != size for q in range(nproc)):
+        raise ValueError("pmap across processes needs the same number of replicas in every "
+                         f"process (all {nproc} of them); the devices give the processes "
+                         f"{[owners.count(q) for q in range(nproc)]} replicas")
+    positions = [g for g in range(global_size) if owners[g] == me]
+    return groups, GlobalAxis(global_size, owners, positions)
+
+
 def plan_devices(size: int, inner: int, devices=None) -> list:
     """The device group (``inner`` devices) of each of ``size`` replicas.
 
@@ -326,21 +395,30 @@ def plan_devices(size: int, inner: int, devices=None) -> list:
     return [avail[i * inner:(i + 1) * inner] for i in range(size)]
 
 
-def run_replicas(body, axis_name, groups: list) -> list:
+def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
+                 comm: Communicator | None = None) -> list:
     """Run ``body(i)`` for each replica ``i`` concurrently and return their results.
 
-    ``groups[i]`` are the devices of replica ``i`` (its own first). Raises the first error
-    of any replica (a timeout before the errors it caused in others).
+    ``groups[i]`` are the devices of replica ``i`` (its own first); ``axis``: the layout of
+    an axis spanning processes (from :func:`plan`; its collectives go through MPI);
+    ``comm``: the communicator of a top-level call (default: a new
+    :class:`ThreadCommunicator`; pmap on GPUs passes NCCL's). Raises the first error of any
+    replica (a timeout before the errors it caused in others).
     """
     parent = current_context()
     size = len(groups)
+    positions, global_size = list(range(size)), size
     if parent is None:
-        comm, path, frames = ThreadCommunicator(), (), ()
+        comm, path, frames = comm or ThreadCommunicator(), (), ()
+        if axis is not None:
+            comm = _mpi_communicator(axis)
+            positions, global_size = axis.positions, axis.size
     else:
         comm, frames = parent.comm, parent.frames
         path = parent.path + (parent.n_calls,)
         parent.n_calls += 1
-    contexts = [ReplicaContext(frames + (_Frame(axis_name, size, i),), path, groups[i], comm)
+    contexts = [ReplicaContext(frames + (_Frame(axis_name, global_size, positions[i]),), path,
+                               groups[i], comm)
                 for i in range(size)]
     results = [None] * size
     errors = [None] * size
@@ -367,6 +445,12 @@ def run_replicas(body, axis_name, groups: list) -> list:
         d.wait()
     _raise_first(errors)
     return results
+
+
+def _mpi_communicator(axis: GlobalAxis) -> Communicator:
+    from functrax import distributed
+    from functrax.transforms.mpi_communicator import MPICommunicator
+    return MPICommunicator(distributed._communicator(), axis.owners)
 
 
 def _raise_first(errors):
@@ -400,18 +484,24 @@ def _fold(op):
 _sum_all = _fold(np.add)
 
 
-def _allreduce_rule(prim, reduce_all):
+def _mpi(combine, *kind):
+    """Tag ``combine`` with what it computes, for the MPI communicator (``combine.mpi``)."""
+    combine.mpi = kind
+    return combine
+
+
+def _allreduce_rule(prim, reduce_all, op):
     def rule(*args, axes, axis_index_groups):
         def combine(vals):
             outs = [reduce_all([v[k] for v in vals]) for k in range(len(args))]
             return [outs] * len(vals)
-        return _collective(prim, tuple(axes), tuple(args), combine)
+        return _collective(prim, tuple(axes), tuple(args), _mpi(combine, "reduce", op))
     return rule
 
 
-numpy_rules[P.psum_p] = _allreduce_rule("psum", _sum_all)
-numpy_rules[P.pmax_p] = _allreduce_rule("pmax", _fold(np.maximum))
-numpy_rules[P.pmin_p] = _allreduce_rule("pmin", _fold(np.minimum))
+numpy_rules[P.psum_p] = _allreduce_rule("psum", _sum_all, "sum")
+numpy_rules[P.pmax_p] = _allreduce_rule("pmax", _fold(np.maximum), "max")
+numpy_rules[P.pmin_p] = _allreduce_rule("pmin", _fold(np.minimum), "min")
 
 
 def _all_gather(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size, tiled):
@@ -419,7 +509,8 @@ def _all_gather(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_s
         join = np.concatenate if tiled else np.stack
         out = join(vals, axis=all_gather_dimension)
         return [out] * len(vals)
-    return _collective("all_gather", axis_names(axis_name), x, combine)
+    return _collective("all_gather", axis_names(axis_name), x,
+                       _mpi(combine, "gather", all_gather_dimension, tiled))
 
 
 def _reduce_scatter(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size, tiled):
@@ -428,7 +519,9 @@ def _reduce_scatter(x, *, scatter_dimension, axis_name, axis_index_groups, axis_
         if tiled:
             return np.split(total, len(vals), axis=scatter_dimension)
         return [np.take(total, i, axis=scatter_dimension) for i in range(len(vals))]
-    return _collective("reduce_scatter", axis_names(axis_name), x, combine)
+    combine.local_sum = _sum_all
+    return _collective("reduce_scatter", axis_names(axis_name), x,
+                       _mpi(combine, "reduce_scatter", "sum", scatter_dimension, tiled))
 
 
 def _axis_index(*, axis_name):
@@ -441,7 +534,8 @@ def _ppermute(x, *, axis_name, perm):
         src_of = {dst: src for src, dst in perm}
         return [np.array(vals[src_of[i]], copy=True) if i in src_of else np.zeros_like(vals[i])
                 for i in range(len(vals))]
-    return _collective("ppermute", axis_names(axis_name), x, combine)
+    return _collective("ppermute", axis_names(axis_name), x,
+                       _mpi(combine, "ppermute", tuple(map(tuple, perm))))
 
 
 def _all_to_all(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
@@ -450,7 +544,8 @@ def _all_to_all(x, *, split_axis, concat_axis, axis_name, axis_index_groups, til
         chunks = [np.split(v, n, axis=split_axis) for v in vals]
         return [np.concatenate([chunks[j][i] for j in range(n)], axis=concat_axis)
                 for i in range(n)]
-    return _collective("all_to_all", axis_names(axis_name), x, combine)
+    return _collective("all_to_all", axis_names(axis_name), x,
+                       _mpi(combine, "all_to_all", split_axis, concat_axis))
 
 
 numpy_rules[P.all_gather_p] = _all_gather

@@ -9,12 +9,13 @@ from two separate traces) writes and imports nothing new.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import tempfile
 import threading
 
-__all__ = ["KernelCache", "default_cache_dir", "default_cache"]
+__all__ = ["KernelCache", "default_cache_dir", "default_cache", "AutotuneStore"]
 
 
 def default_cache_dir() -> str:
@@ -111,3 +112,53 @@ def default_cache() -> KernelCache:
     if _DEFAULT is None:
         _DEFAULT = KernelCache()
     return _DEFAULT
+
+
+class AutotuneStore:
+    """Autotuning choices persisted as JSON: ``<directory>/autotune/<key>.json``.
+
+    ``key`` is a hex digest (see ``autotune.tuning_key``); the record is a JSON object (the
+    chosen config and the measured times). Unreadable or corrupt files read as missing, so a
+    bad file only costs a new tuning run.
+
+    >>> store = AutotuneStore("/tmp/functrax-doc-cache")  # doctest: +SKIP
+    >>> store.put("ab12", {"config": {"max_block": 1024}})  # doctest: +SKIP
+    """
+
+    def __init__(self, directory: str | None = None):
+        self._directory = directory
+        self.stats = {"reads": 0, "writes": 0}
+
+    @property
+    def directory(self) -> str:
+        return os.path.join(self._directory or default_cache_dir(), "autotune")
+
+    def path(self, key: str) -> str:
+        if not key or not all(c in "0123456789abcdef" for c in key):
+            raise ValueError(f"AutotuneStore: key must be a hex digest, got {key!r}")
+        return os.path.join(self.directory, f"{key}.json")
+
+    def get(self, key: str):
+        """The stored record of ``key`` (a dict), or None."""
+        try:
+            with open(self.path(key), encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return None
+        self.stats["reads"] += 1
+        return record if isinstance(record, dict) else None
+
+    def put(self, key: str, record: dict):
+        """Write ``record`` for ``key`` (atomically: concurrent writers leave one whole file)."""
+        path = self.path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(record, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        self.stats["writes"] += 1

@@ -31,12 +31,15 @@ import re
 
 from functrax import primitives as P
 from functrax.core import Literal
+from functrax.lowering.fusion import IllegalGroup, group_layout
 from functrax.lowering.fusion_types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.indexing import (
-    delinearize, forward_rules, index_rules, ix_bases, linear_terms, row_major_strides,
+    const, delinearize, forward_rules, index_rules, ix_bases, linear_terms,
+    row_major_strides, select_rules,
 )
 from functrax.lowering.triton.rules import UnsupportedError
+from functrax.lowering.triton.rules_special import HELPERS, check_argreduce_fits
 
 __all__ = ["KernelConfig", "KernelSource", "generate", "choose_block", "index_rules",
            "INTERPRETER_CONFIG", "GPU_CONFIG", "REDUCTIONS", "UnsupportedError"]
@@ -53,19 +56,41 @@ class KernelConfig:
       max_block_r: columns of a reduction row held at once; longer rows loop over chunks.
       max_tile: rows * columns of a reduction tile.
       num_warps: warps per program (GPU only).
+      dot_precision: ``input_precision`` of float32 ``tl.dot`` in MATMUL kernels: ``"tf32"``
+        (JAX's default precision on NVIDIA GPUs: TensorFloat-32 products, float32
+        accumulation), ``"tf32x3"`` or ``"ieee"`` (exact float32). A ``dot_general`` with
+        ``precision="highest"`` (or ``"float32"``) always uses ``"ieee"``, ``"high"``
+        ``"tf32x3"``. The interpreter computes every dot exactly in float32 whatever this
+        says; ``INTERPRETER_CONFIG`` says ``"ieee"`` and ``GPU_CONFIG`` ``"tf32"``.
+      hand_written: the names of the ``patterns.PATTERNS`` whose groups run their
+        hand-written kernel of ``kernels/`` instead of a generated one: ``"dense"``
+        (``relu?(x @ w + b?)``, kernels/matmul.py), ``"softmax"``, ``"layernorm"``. The
+        interpreter's default takes only ``"dense"``; ``GPU_CONFIG`` takes all three.
     """
 
     max_block: int = 4096
     max_block_r: int = 4096
     max_tile: int = 16384
     num_warps: int = 4
+    dot_precision: str = "ieee"
+    hand_written: tuple = ("dense",)
 
 
 # The interpreter pays per operation per program: big blocks, few programs.
 INTERPRETER_CONFIG = KernelConfig()
 # Register-sized tiles for a GPU (one program per 1024 elements or a few rows).
-GPU_CONFIG = KernelConfig(max_block=1024, max_block_r=4096, max_tile=4096, num_warps=4)
+GPU_CONFIG = KernelConfig(max_block=1024, max_block_r=4096, max_tile=4096, num_warps=4,
+                          dot_precision="tf32",
+                          hand_written=("dense", "softmax", "layernorm"))
 BLOCK_CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# What the GPU autotuner times per kernel kind (``functrax.lowering.triton.autotune``): block
+# caps and warps around GPU_CONFIG; the first entry is used when tuning is skipped.
+GPU_CANDIDATES = {
+    GroupKind.ELEMENTWISE: tuple(dataclasses.replace(GPU_CONFIG, max_block=b, num_warps=w)
+                                 for b, w in ((1024, 4), (512, 4), (2048, 8), (4096, 8))),
+    GroupKind.REDUCTION: tuple(dataclasses.replace(GPU_CONFIG, max_tile=t, num_warps=w)
+                               for t, w in ((4096, 4), (2048, 4), (8192, 8), (16384, 8))),
+}
 
 
 def _pow2_at_least(n: int) -> int:
@@ -227,6 +252,9 @@ class _Lowering:
         self.masks: dict = {}    # frozenset of roots -> mask name
         self.canonical: tuple = ()  # the digits of the iteration space
         self.seen: dict = {}     # var -> indices it was computed at (all scopes)
+        self.select_conds: dict = {}  # (id(eqn), index) -> conditions of a select_rules view
+        self.var_axes = None       # the planner's layout of the group (computed when needed)
+        self.base = None           # the index of the iteration space (group.shape) itself
 
     # -- rendering --
     def render(self, ix) -> str:
@@ -285,6 +313,8 @@ class _Lowering:
 
     def operand_requests(self, eqn, index):
         prim = eqn.primitive
+        if prim in select_rules:
+            return self.select_requests(eqn, index)
         if prim in index_rules:
             return list(zip(eqn.invars[:1], index_rules[prim](self, eqn, index)))
         if prim in REDUCTIONS:
@@ -301,12 +331,29 @@ class _Lowering:
                                        f"match its output shape {out_shape}")
         return reqs
 
+    def select_requests(self, eqn, index):
+        """The operands (at their indices) of a view that selects among loads
+        (``indexing.select_rules``: pad, concatenate, dynamic_update_slice); ``apply`` combines
+        them with ``tl.where`` on the conditions kept here."""
+        reqs, conds = select_rules[eqn.primitive](self, eqn, index)
+        self.select_conds[(id(eqn), index)] = conds
+        return reqs
+
+    def apply_select(self, eqn, index, operands) -> str:
+        conds = self.select_conds[(id(eqn), index)]
+        val = operands[-1]
+        for cond, v in zip(reversed(conds), reversed(operands[:-1])):
+            val = self.em.bind(f"tl.where({self.em.bind(cond)}, {v}, {val})")
+        return val
+
     def reduction_error(self, eqn) -> str:
         return (f"'{eqn.primitive}' cannot be lowered inside a "
                 f"{self.group.kind.value} group at this index")
 
     def apply(self, eqn, index, operands) -> str:
         prim = eqn.primitive
+        if prim in select_rules:
+            return self.apply_select(eqn, index, operands)
         if prim in index_rules:
             return operands[0]
         out = eqn.outvars[0].aval
@@ -351,8 +398,27 @@ class _Lowering:
     # -- outputs that do not span the iteration space --
     def natural_index(self, var, use_seen: bool):
         """An index of ``var`` made of the iteration's digits: from its producers (views and
-        elementwise operations pass indices forward) or, with ``use_seen``, from where it was
-        computed for other outputs. None when there is none."""
+        elementwise operations pass indices forward), with ``use_seen`` from where it was
+        computed for other outputs, or else from the planner's layout of the group (which
+        iteration dim each of its dims runs along). None when there is none."""
+        ix = self.derived_index(var, use_seen)
+        return ix if ix is not None else self.layout_index(var)
+
+    def layout_index(self, var):
+        if self.var_axes is None:
+            try:
+                self.var_axes = group_layout(self.group).var_axes
+            except IllegalGroup:
+                self.var_axes = {}
+        axes, base = self.var_axes.get(var), self.base
+        if axes is None or base is None or len(axes) != len(var.aval.shape):
+            return None
+        if any(p is not None and (p >= len(base) or var.aval.shape[d] != self.group.shape[p])
+               for d, p in enumerate(axes)):
+            return None
+        return tuple(const(0) if p is None else base[p] for p in axes)
+
+    def derived_index(self, var, use_seen: bool):
         ix = self.root_index(var)
         if ix is not None:
             return ix
@@ -364,14 +430,14 @@ class _Lowering:
         if eqn is None or eqn.primitive is P.iota_p:
             return None
         if eqn.primitive in forward_rules:
-            ix = self.natural_index(eqn.invars[0], use_seen)
+            ix = self.derived_index(eqn.invars[0], use_seen)
             ix = None if ix is None else forward_rules[eqn.primitive](self, eqn, ix)
             return ix if ix is not None and all(i[0] != "e" for i in ix) else None
         if eqn.primitive in index_rules or eqn.primitive in REDUCTIONS:
             return None
         for x in eqn.invars:
             if type(x) is not Literal and x.aval.shape == var.aval.shape:
-                ix = self.natural_index(x, use_seen)
+                ix = self.derived_index(x, use_seen)
                 if ix is not None:
                     return ix
         return None
@@ -413,29 +479,37 @@ class _Elementwise(_Lowering):
     def run(self):
         g = self.group
         n = math.prod(g.shape)
-        self.totals = {"offs": n}
+        # the grid covers every output (an empty iteration may still write a scalar output
+        # unrelated to it, e.g. a sibling view of a shared input)
+        n_grid = max([n] + [math.prod(v.aval.shape) for v in g.outputs])
+        self.totals = {"offs": n_grid}
         self.masks = {frozenset({"offs"}): "mask"}
-        block = choose_block(n, self.config.max_block)
+        block = choose_block(n_grid, self.config.max_block)
         em = self.em
-        em.emit(f"pid = {self.wide(n)}")
+        em.emit(f"pid = {self.wide(n_grid)}")
         em.emit("offs = pid * BLOCK + tl.arange(0, BLOCK)")
-        em.emit(f"mask = offs < {n}")
+        em.emit(f"mask = offs < {n_grid}")
+        full_mask = "mask" if n == n_grid else em.bind(f"offs < {n}")
         self.canonical = tuple(d for d in delinearize("offs", g.shape) if d[0] == "d")
+        self.base = delinearize("offs", g.shape) if n == n_grid else None
         partial = []
         for j, out in enumerate(g.outputs):  # outputs spanning the iteration, in its order
             if math.prod(out.aval.shape) == n:
-                self.store(j, out, delinearize("offs", out.aval.shape), "offs", "mask")
+                self.store(j, out, delinearize("offs", out.aval.shape), "offs", full_mask)
             else:
                 partial.append((j, out))
         for j, out in partial:  # smaller outputs: where other outputs read them, once
-            index = self.natural_index(out, use_seen=True)
-            if index is None:
-                raise UnsupportedError(f"elementwise group of shape {list(g.shape)} writes an "
-                                       f"output of shape {list(out.aval.shape)} that no "
-                                       "output of the iteration's shape reads")
-            self.store(j, out, index, self.block_address(index, out.aval.shape, ("offs",)),
-                       self.partial_mask(index, "mask", ("offs",)))
-        return {"BLOCK": block}, (max(1, -(-n // block)),)
+            index = self.natural_index(out, use_seen=True) if n == n_grid else None
+            if index is not None:
+                self.store(j, out, index, self.block_address(index, out.aval.shape, ("offs",)),
+                           self.partial_mask(index, "mask", ("offs",)))
+                continue
+            # unrelated to the iteration (e.g. a sibling view of a shared input): computed
+            # at its own linear index, by the first programs of the grid
+            size = math.prod(out.aval.shape)
+            own = "mask" if size == n_grid else em.bind(f"offs < {size}")
+            self.store(j, out, delinearize("offs", out.aval.shape), "offs", own)
+        return {"BLOCK": block}, (max(1, -(-n_grid // block)),)
 
 
 class _Reduction(_Lowering):
@@ -453,7 +527,7 @@ class _Reduction(_Lowering):
         self.scalar_block = "[BLOCK_M, 1]"
         self.masks = {frozenset({"row"}): "row_mask", frozenset({"col"}): "col_mask",
                       frozenset({"row", "col"}): "mask"}
-        self.full = self.split_index(shape, axes)
+        self.full = self.base = self.split_index(shape, axes)
         cfg = self.config
         self.fits = r <= cfg.max_block_r
         block_r = _pow2_at_least(r) if self.fits else cfg.max_block_r
@@ -544,8 +618,10 @@ class _Reduction(_Lowering):
                 f" this reduction group has {self.totals['row']} rows of {self.totals['col']} "
                 f"elements (shape {list(self.shape)}, reducing axes {list(self.axes)})")
         rule = rules.lookup_reduce(eqn.primitive, x.aval.dtype)
+        if rule.accumulate is None:  # argmax / argmin: whole rows in registers only
+            check_argreduce_fits(eqn.primitive, self.fits)
         ctx = rules.RuleContext(eqn.primitive, (x.aval,), out.aval, eqn.params)
-        fields = ctx.fields()
+        fields = dict(ctx.fields(), col="col")
         ident = rule.identity.format(**fields)
         em = self.em
         if self.fits:
@@ -617,7 +693,10 @@ def generate(group: FusionGroup, config: KernelConfig | None = None) -> KernelSo
         "@triton.jit",
         f"def {name}({', '.join(params + cparams)}):",
     ]
-    text = "\n".join(head + low.em.lines) + "\n"
+    body = "\n".join(low.em.lines)
+    helpers = [h for helper, h in HELPERS.items() if re.search(rf"\b{helper}\b", body)]
+    head[-2:-2] = [line for h in helpers for line in h.splitlines() + ["", ""]]
+    text = "\n".join(head) + "\n" + body + "\n"
     in_avals = tuple(v.aval for v in group.inputs)
     out_avals = tuple(v.aval for v in group.outputs)
     signature = {p: rules.signature_type(a.dtype)

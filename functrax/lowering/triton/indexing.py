@@ -12,7 +12,11 @@ Digits keep equal indices equal along different paths and let adjacent digits me
 
 ``index_rules[prim](low, eqn, index)`` gives the operand index of a layout primitive whose
 output is read at ``index`` (a broadcast reads zero strides, a transpose permutes, a reshape
-re-linearizes); ``forward_rules`` go the other way for one-to-one views. ``low`` is the
+re-linearizes); ``forward_rules`` go the other way for one-to-one views. ``select_rules`` are
+the views that pick, per element, one of several loads (``pad``, also with interior or
+negative padding, ``concatenate``,
+``dynamic_update_slice`` with literal starts): each operand is read at a shifted index clamped
+into range, and ``tl.where`` on the element's position selects among them. ``low`` is the
 lowering (for ``render``/``render_linear`` of non-digit expressions).
 """
 from __future__ import annotations
@@ -20,10 +24,11 @@ from __future__ import annotations
 import math
 
 from functrax import primitives as P
+from functrax.core import Literal
 from functrax.lowering.triton.rules import UnsupportedError
 
 __all__ = ["const", "digit", "opaque", "ix_bases", "row_major_strides", "delinearize",
-           "linear_terms", "reindex", "index_rules", "forward_rules"]
+           "linear_terms", "reindex", "index_rules", "forward_rules", "select_rules"]
 
 
 def const(v: int) -> tuple:
@@ -91,11 +96,16 @@ def _transpose_index(low, eqn, index):
 
 
 def _reshape_index(low, eqn, index):
-    if eqn.params.get("dimensions") is not None:
-        raise UnsupportedError("reshape with dimensions (a fused transpose) is not lowered to "
-                               "Triton; the jaxpr should carry a separate transpose")
     out_shape, in_shape = eqn.outvars[0].aval.shape, eqn.invars[0].aval.shape
-    return [reindex(low, index, out_shape, in_shape)]
+    dims = eqn.params.get("dimensions")
+    if dims is None:
+        return [reindex(low, index, out_shape, in_shape)]
+    # reshape(x, dimensions=d) is reshape(transpose(x, d)): re-linearize, then permute back
+    t_index = reindex(low, index, out_shape, tuple(in_shape[d] for d in dims))
+    out = [None] * len(dims)
+    for i, d in enumerate(dims):
+        out[d] = t_index[i]
+    return [tuple(out)]
 
 
 def reindex(low, index, out_shape, in_shape) -> tuple:
@@ -155,8 +165,27 @@ def _slice_index(low, eqn, index):
     return [tuple(out)]
 
 
+def _dynamic_slice_index(low, eqn, index):
+    """A dynamic_slice with literal start indices (clamped as XLA clamps them) is a slice."""
+    x, starts = eqn.invars[0], eqn.invars[1:]
+    if any(type(v) is not Literal for v in starts):
+        raise UnsupportedError("dynamic_slice with traced start indices is data-dependent "
+                               "indexing (not lowered to Triton)")
+    out = []
+    for ix, v, d, n in zip(index, starts, x.aval.shape, eqn.params["slice_sizes"]):
+        st = min(max(int(v.val), 0), d - n)
+        if ix[0] == "c":
+            out.append(const(ix[1] + st))
+        elif st == 0:
+            out.append(ix)
+        else:
+            out.append(opaque(f"{low.render(ix)} + {st}", ix_bases(ix)))
+    return [tuple(out)]
+
+
 # prim -> fn(lowering, eqn, output index) -> [operand index, ...]; the value passes through
 index_rules: dict = {
+    P.dynamic_slice_p: _dynamic_slice_index,
     P.broadcast_in_dim_p: _broadcast_index, P.transpose_p: _transpose_index,
     P.reshape_p: _reshape_index, P.expand_dims_p: _expand_dims_index,
     P.squeeze_p: _squeeze_index, P.rev_p: _rev_index, P.slice_p: _slice_index,
@@ -186,4 +215,131 @@ def _reshape_forward(low, eqn, index):
 forward_rules: dict = {
     P.transpose_p: _transpose_forward, P.expand_dims_p: _expand_dims_forward,
     P.squeeze_p: _squeeze_forward, P.reshape_p: _reshape_forward,
+}
+
+
+# --- select rules: views that pick, per element, one of several loads ---
+
+
+def _clamp(text: str, lo: int | None, hi: int | None) -> str:
+    if lo is not None:
+        text = f"tl.maximum({text}, {lo})"
+    if hi is not None:
+        text = f"tl.minimum({text}, {hi})"
+    return text
+
+
+def _shifted(low, ix, shift: int, size: int, lo_ok: bool = False, hi_ok: bool = False):
+    """The index ``ix - shift`` into a dim of ``size``, clamped into range (so a load that
+    is not selected stays in bounds); ``lo_ok``/``hi_ok``: that side needs no clamp."""
+    if ix[0] == "c":
+        return const(min(max(ix[1] - shift, 0), size - 1))
+    if shift == 0 and hi_ok:
+        return ix
+    r = low.em.bind(low.render(ix))
+    text = f"{r} - {shift}" if shift > 0 else (f"{r} + {-shift}" if shift else r)
+    return opaque(_clamp(text, None if lo_ok or shift == 0 else 0, None if hi_ok else size - 1),
+                  ix_bases(ix))
+
+
+def _pad_select(low, eqn, index):
+    """``pad``: element ``i`` of a dim padded by ``(lo, hi, interior)`` is operand element
+    ``(i - lo) // (interior + 1)`` where ``i - lo`` is a non-negative multiple of
+    ``interior + 1`` inside the operand, else the padding value (negative padding crops)."""
+    x, pad_value = eqn.invars
+    if x.aval.size == 0:
+        return [(pad_value, ())], []
+    conds, x_index = [], []
+    for ix, (lo, hi, interior), d in zip(index, eqn.params["padding_config"], x.aval.shape):
+        step = interior + 1
+        if lo == 0 and hi == 0 and interior == 0:
+            x_index.append(ix)
+        elif ix[0] == "c":
+            j = ix[1] - lo
+            if j < 0 or j % step or j // step >= d:
+                return [(pad_value, ())], []
+            x_index.append(const(j // step))
+        elif interior == 0:
+            r = low.em.bind(low.render(ix))
+            if lo > 0:
+                conds.append(f"({r} >= {lo})")
+            if hi > 0:
+                conds.append(f"({r} < {lo + d})")
+            x_index.append(_shifted(low, ix, lo, d, lo_ok=lo <= 0, hi_ok=hi <= 0))
+        else:
+            r = low.em.bind(low.render(ix))
+            j = low.em.bind(f"{r} - {lo}" if lo > 0 else f"{r} + {-lo}" if lo else r)
+            if lo > 0:
+                conds.append(f"({j} >= 0)")
+            if d > 1:
+                conds.append(f"({j} % {step} == 0)")
+            if hi > 0:
+                conds.append(f"({j} <= {(d - 1) * step})")
+            q = f"tl.maximum({j}, 0) // {step}" if lo > 0 else f"{j} // {step}"
+            x_index.append(opaque(f"tl.minimum({q}, {d - 1})" if hi > 0 else q, ix_bases(ix)))
+    if not conds:
+        return [(x, tuple(x_index))], []
+    return [(x, tuple(x_index)), (pad_value, ())], [" & ".join(conds)]
+
+
+def _concatenate_select(low, eqn, index):
+    """``concatenate``: element ``i`` along the axis comes from the operand ``k`` with
+    ``offset_k <= i < offset_k + size_k``, at ``i - offset_k``."""
+    dim = eqn.params["dimension"]
+    ix, parts, off = index[dim], [], 0
+    for x in eqn.invars:
+        n = x.aval.shape[dim]
+        if n:
+            parts.append((x, off, n))
+        off += n
+    if ix[0] == "c":
+        x, o, n = next(p for p in parts if p[1] <= ix[1] < p[1] + p[2])
+        parts = [(x, o, n)]
+    reqs, conds = [], []
+    for k, (x, o, n) in enumerate(parts):
+        first, last = k == 0, k == len(parts) - 1
+        sub = list(index)
+        sub[dim] = _shifted(low, ix, o, n, lo_ok=first, hi_ok=last)
+        reqs.append((x, tuple(sub)))
+        if not last:
+            conds.append(f"{low.em.bind(low.render(ix))} < {o + n}")
+    return reqs, conds
+
+
+def _dynamic_update_slice_select(low, eqn, index):
+    """``dynamic_update_slice`` with literal start indices (clamped as XLA clamps them): the
+    update inside its window, the operand elsewhere."""
+    x, update, *starts = eqn.invars
+    if any(type(v) is not Literal for v in starts):
+        raise UnsupportedError("dynamic_update_slice with traced start indices writes at a "
+                               "data-dependent position (not lowered to Triton)")
+    if update.aval.size == 0:
+        return [(x, index)], []
+    conds, u_index = [], []
+    for ix, v, d, n in zip(index, starts, x.aval.shape, update.aval.shape):
+        st = min(max(int(v.val), 0), d - n)
+        if n == d:
+            u_index.append(ix)
+        elif ix[0] == "c":
+            if not st <= ix[1] < st + n:
+                return [(x, index)], []
+            u_index.append(const(ix[1] - st))
+        else:
+            r = low.em.bind(low.render(ix))
+            if st:
+                conds.append(f"({r} >= {st})")
+            if st + n < d:
+                conds.append(f"({r} < {st + n})")
+            u_index.append(_shifted(low, ix, st, n))
+    if not conds:
+        return [(update, tuple(u_index))], []
+    return [(update, tuple(u_index)), (x, index)], [" & ".join(conds)]
+
+
+# prim -> fn(lowering, eqn, output index) -> ([(operand, index), ...], conditions): the value
+# is ``where(conditions[0], operand 0, where(conditions[1], operand 1, ... operand n-1))``
+# (one condition less than operands; a single request passes its value through)
+select_rules: dict = {
+    P.pad_p: _pad_select, P.concatenate_p: _concatenate_select,
+    P.dynamic_update_slice_p: _dynamic_update_slice_select,
 }

@@ -581,6 +581,8 @@ def lookup_reduce(prim, dtype) -> ReduceRule:
     Raises:
       UnsupportedError: for reductions without a Triton lowering (reduce_prod, argmax, ...).
     """
+    if prim in (P.argmax_p, P.argmin_p):
+        return rules_special.argreduce_rule(prim, dtype)
     rule = reduce_rules.get((prim, dtype_class(dtype)))
     if rule is None:
         raise UnsupportedError(
@@ -589,3 +591,5 @@ def lookup_reduce(prim, dtype) -> ReduceRule:
             f"{sorted({f'{p}[{v}]' for p, v in reduce_rules})}")
     return rule
 
+
+from functrax.lowering.triton import rules_special  # noqa: E402 - registers more rules

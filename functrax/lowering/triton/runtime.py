@@ -7,9 +7,12 @@ Modes, in order:
    zero-copy through :class:`NumpyTensor` (the interpreter expects torch-like tensors).
    :func:`ensure_triton_env` sets ``TRITON_INTERPRET=1`` before triton is imported when
    the variable is unset and no CUDA device is visible.
-2. A CUDA device is visible and a launcher was registered with
-   :func:`register_gpu_launcher`: the launcher runs the kernel (the GPU backend compiles it
-   with ``compile.compile_for_sm90`` and launches the cubin through cuda-core).
+2. A CUDA device is visible: ``TritonKernel`` calls take and return ``GpuBuffer`` s (host
+   arguments are uploaded) and the registered launcher runs the kernel; by default that is
+   ``gpu_launch.launch_gpu`` (registered at the first GPU launch), which compiles the kernel
+   for the device's compute capability with ``triton.compile`` and launches the cubin
+   through cuda-core on the device's stream (no torch). Another launcher can be installed
+   with :func:`register_gpu_launcher`.
 3. Otherwise running raises ``NotImplementedError`` naming what is missing.
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ from functrax.lowering.triton.cache import default_cache
 from functrax.lowering.triton.codegen import KernelConfig, KernelSource, generate
 
 __all__ = ["TritonKernel", "NumpyTensor", "build_kernel", "launch", "ensure_triton_env",
-           "interpreter_enabled", "cuda_device_count", "register_gpu_launcher"]
+           "interpreter_enabled", "cuda_device_count", "register_gpu_launcher", "gpu_active"]
 
 _TRUE = ("1", "true", "yes", "on")
 _DEVICE_COUNT: int | None = None
@@ -143,6 +146,45 @@ def register_gpu_launcher(launcher):
     return previous
 
 
+def _default_gpu_launcher(name: str):
+    """Register the cuda-core launcher (``gpu_launch``), or say what is missing."""
+    try:
+        from functrax.lowering.triton import gpu_launch  # registers itself
+    except ImportError as e:
+        raise NotImplementedError(
+            f"cannot run Triton kernel '{name}' on the GPU: {e}. Set TRITON_INTERPRET=1 to "
+            "run it in Triton's CPU interpreter instead.") from e
+    if _GPU_LAUNCHER is None:
+        register_gpu_launcher(gpu_launch.launch_gpu)
+
+
+def gpu_active() -> bool:
+    """True when kernels run on a CUDA GPU: a device is visible and the interpreter is off."""
+    return not interpreter_enabled() and cuda_device_count() > 0
+
+
+_SCALARS: dict = {}  # (device, dtype, bytes) -> GpuBuffer of a 0-d host value (literals)
+
+
+def _to_device(x, device_id: int):
+    """``x`` as a ``GpuBuffer`` on ``device_id`` (uploading host values; 0-d ones cached)."""
+    from functrax.lowering.gpu_buffer import GpuBuffer
+    if type(x) is GpuBuffer:
+        return x
+    host = np.asarray(x)
+    if not host.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        host = np.ascontiguousarray(host)
+    if host.ndim:
+        return GpuBuffer.from_numpy(host, device_id)
+    key = (device_id, host.dtype.str, host.tobytes())
+    buf = _SCALARS.get(key)
+    if buf is None:
+        if len(_SCALARS) > 4096:
+            _SCALARS.clear()
+        buf = _SCALARS[key] = GpuBuffer.from_numpy(host, device_id)
+    return buf
+
+
 def _language_objects():
     import triton.language as tl
     return (tl, tl.core, tl.math, tl.standard, tl.core.tensor, tl.core.tensor_descriptor_base)
@@ -198,12 +240,7 @@ def launch(kernel, inputs, outputs):
     name = kernel.source.name
     if cuda_device_count() > 0:
         if _GPU_LAUNCHER is None:
-            raise NotImplementedError(
-                f"cannot run Triton kernel '{name}' on the GPU: no GPU launcher is registered "
-                "(launching the cubin of compile_for_sm90 through cuda-core is not implemented "
-                "yet; register one with functrax.lowering.triton.runtime."
-                "register_gpu_launcher). Set TRITON_INTERPRET=1 to run it in Triton's CPU "
-                "interpreter instead.")
+            _default_gpu_launcher(name)
         return _GPU_LAUNCHER(kernel, inputs, outputs)
     raise NotImplementedError(
         f"cannot run Triton kernel '{name}': no CUDA GPU is visible (libcuda.so.1 is missing "
@@ -231,6 +268,8 @@ class TritonKernel:
             raise TypeError(f"Triton kernel '{src.name}' takes {len(src.in_avals)} inputs "
                             f"({', '.join(a.str_short() for a in src.in_avals)}), got "
                             f"{len(args)}")
+        if gpu_active():
+            return self._call_gpu(args)
         inputs = []
         for i, (x, aval) in enumerate(zip(args, src.in_avals)):
             x = np.asarray(x)
@@ -244,6 +283,24 @@ class TritonKernel:
             launch(self, inputs, outputs)
         return outputs
 
+    def _call_gpu(self, args) -> list:
+        """Run on the GPU: host arguments are uploaded; returns new ``GpuBuffer`` outputs on
+        the device of the first GPU argument (device 0 when there is none)."""
+        from functrax.lowering.gpu_buffer import GpuBuffer
+        src = self.source
+        dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
+        inputs = []
+        for i, (x, aval) in enumerate(zip(args, src.in_avals)):
+            x = _to_device(x, dev)
+            if x.shape != aval.shape or x.dtype != aval.dtype:
+                raise TypeError(f"Triton kernel '{src.name}': input {i} must be "
+                                f"{aval.str_short()}, got {x.dtype.name}{list(x.shape)}")
+            inputs.append(x)
+        outputs = [GpuBuffer(a.shape, a.dtype, dev) for a in src.out_avals]
+        if any(o.size for o in outputs):
+            launch(self, inputs, outputs)
+        return outputs
+
     def __repr__(self):
         return f"TritonKernel({self.source.name}, grid={self.source.grid})"
 
@@ -251,8 +308,16 @@ class TritonKernel:
 def build_kernel(group, config: KernelConfig | None = None, cache=None) -> TritonKernel:
     """Generate, cache and import the kernel of a fusion group.
 
+    On a GPU (:func:`gpu_active`) with ``config`` None or ``codegen.GPU_CONFIG``, the result
+    is an ``autotune.AutotunedKernel``, which picks its block sizes at its first call.
+
     >>> kernel = build_kernel(group)        # doctest: +SKIP
     >>> (out,) = kernel(x, y)               # doctest: +SKIP
     """
+    from functrax.lowering.triton.codegen import GPU_CANDIDATES, GPU_CONFIG
+    if (config is None or config == GPU_CONFIG) and group.kind in GPU_CANDIDATES and \
+            gpu_active():
+        from functrax.lowering.triton.autotune import AutotunedKernel
+        return AutotunedKernel(group, cache=cache)
     source = generate(group, config)
     return TritonKernel(source, (cache or default_cache()).load(source))

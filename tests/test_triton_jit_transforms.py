@@ -18,7 +18,6 @@ import pytest  # noqa: E402
 
 pytest.importorskip("triton")
 
-import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
 from functrax import check_jaxpr, grad, jit, jvp, lax, make_jaxpr, vmap  # noqa: E402
 from functrax.lowering.triton.backend import STATS  # noqa: E402

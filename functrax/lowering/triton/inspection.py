@@ -256,7 +256,8 @@ def dump_program(program, directory) -> list:
         manifest_path = os.path.join(directory, MANIFEST)
         manifest = _read_manifest(manifest_path)
         manifest["kernels"].update(entries)
-        _write_if_changed(manifest_path, json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+        text = json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n"
+        _write_if_changed(manifest_path, text)
     return paths
 
 

@@ -98,7 +98,8 @@ def _erf_inv():
     pl = _poly(s, s.let(f"tl.sqrt({w}) - 3.0"), _ERFINV_LARGE)
     y = s.let(f"tl.where({w} < 5.0, {ps}, {pl}) * {x}")
     for _ in range(2):
-        y = s.let(f"{y} - (tl.erf({y}) - {x}) / ({float(2 / np.sqrt(np.pi))!r} * tl.exp(-{y} * {y}))")
+        two_over_sqrt_pi = float(2 / np.sqrt(np.pi))
+        y = s.let(f"{y} - (tl.erf({y}) - {x}) / ({two_over_sqrt_pi!r} * tl.exp(-{y} * {y}))")
     y = s.let(f"tl.where(tl.abs({x}) == 1.0, {x} * {INF}, {y})")
     y = s.let(f"tl.where(tl.abs({x}) > 1.0, {NAN}, {y})")
     return s.result(f"{y}.to({{R}})")

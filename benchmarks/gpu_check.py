@@ -403,6 +403,72 @@ def section_info(opts):
            f"({core.__name__}), cupy {'yes' if _cupy() else 'no'}")
 
 
+# --- pmap on the GPU(s) ---
+
+
+def section_pmap(opts):
+    """pmap over every GPU (one on the usual check machine): psum / pmean / pmax /
+    all_gather / ppermute / psum_scatter against numpy, through NCCL when nccl4py
+    initializes (else host-staged; the detail says which), then with host-staged
+    collectives; a GPU-sharded output fed to a second pmap; grad of a GPU pmap."""
+    import functrax
+    import functrax.numpy as fnp
+    from functrax import lax
+    from functrax.config import config
+    from functrax.lowering import gpu_buffer
+    from functrax.transforms import pmap_gpu
+    gpus = functrax.devices("gpu")
+    n = len(gpus)
+    rng = np.random.RandomState(0)
+    x = rng.standard_normal((n, 64, 32)).astype(np.float32)
+    w = rng.standard_normal((32,)).astype(np.float32)
+    perm = [(i, (i + 1) % n) for i in range(n)]
+
+    def f(x):
+        return (lax.psum(fnp.sin(x), "i"), lax.pmean(x, "i"), lax.pmax(x, "i"),
+                lax.all_gather(x, "i", axis=1), lax.ppermute(x * 2.0, "i", perm),
+                lax.psum_scatter(x, "i", scatter_dimension=1, tiled=True))
+    total = x.sum(0)
+    want = (np.broadcast_to(np.sin(x).sum(0), x.shape), np.broadcast_to(x.mean(0), x.shape),
+            np.broadcast_to(x.max(0), x.shape),
+            np.broadcast_to(np.moveaxis(x, 0, 1), (n, 64, n, 32)), np.roll(x * 2, 1, axis=0),
+            np.stack(np.split(total, n, axis=1)))
+    try:
+        for mode in ("auto", "host"):
+            config.update("pmap_gpu_collectives", mode)
+            pf = functrax.pmap(f, "i", devices=gpus)
+            got = pf(x)
+            for g in got:
+                g.block_until_ready()
+            bad = {type(b).__name__ for g in got for b in g.gpu_buffers()
+                   if type(b) is not gpu_buffer.GpuBuffer}
+            diff = compare(got, want, 1e-5, 1e-5)
+            if bad:
+                diff = f"shards are {bad}, not GpuBuffers"
+            how = pmap_gpu.program_text(pf).splitlines()[1]
+            record(f"pmap collectives ({mode})", "FAIL" if diff else "OK",
+                   f"{n} GPU(s); {diff or how[:160]}")
+    finally:
+        config.update("pmap_gpu_collectives", "auto")
+    # a GPU-sharded output into a second pmap, and grad of a GPU pmap
+    p1 = functrax.pmap(lambda x: fnp.exp(x * 0.1) - lax.pmean(x, "i"), "i", devices=gpus)
+    p2 = functrax.pmap(lambda y, w: lax.psum(y * w, "i"), "i", in_axes=(0, None),
+                       devices=gpus)
+    y = p1(x)
+    z = p2(y, w)
+    ref_y = np.exp(x * 0.1) - x.mean(0)
+    diff = compare((y, z), (ref_y, np.broadcast_to((ref_y * w).sum(0), x.shape)), 1e-5, 1e-4)
+    record("pmap chained", "FAIL" if diff else "OK", diff or "sharded output -> second pmap")
+
+    def loss(x):
+        out = functrax.pmap(lambda v: fnp.sin(v) - lax.pmean(v, "i"), "i", devices=gpus)(x)
+        return fnp.sum(out ** 2)
+    gx = functrax.grad(loss)(x)
+    dy = 2 * (np.sin(x) - x.mean(0))
+    diff = compare(gx, dy * np.cos(x) - dy.sum(0) / n, 1e-4, 1e-4)
+    record("pmap grad", "FAIL" if diff else "OK", diff or "grad of pmap with pmean")
+
+
 # --- without a GPU ---
 
 
@@ -437,7 +503,8 @@ def print_summary():
 
 
 SECTIONS = [("info", section_info, True), ("opspec", section_opspec, True),
-            ("composition", section_composition, True), ("bench copy", section_copy, False),
+            ("composition", section_composition, True), ("pmap", section_pmap, True),
+            ("bench copy", section_copy, False),
             ("bench elementwise", section_elementwise, False),
             ("bench softmax", section_softmax, False),
             ("bench layernorm", section_layernorm, False),

@@ -469,3 +469,22 @@ def test_nccl_init_failure_falls_back(fake_gpus, monkeypatch):
     x = _rand(2, 3)
     np.testing.assert_allclose(np.asarray(f(x)), np.broadcast_to(x.max(0), x.shape))
     assert "NCCL failed to initialize: RuntimeError: libnccl.so.2" in pmap_gpu.program_text(f)
+
+
+# --- the GPU check script's pmap section ---
+
+
+def test_gpu_check_pmap_section_on_fake_gpus(fake_nccl, monkeypatch):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "benchmarks"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(gpu_check, "SUMMARY", [])
+    gpu_check.run_section("pmap", gpu_check.section_pmap, gpu_check.parse_args([]))
+    statuses = {s[0]: s[1] for s in gpu_check.SUMMARY}
+    assert statuses == {"pmap collectives (auto)": "OK", "pmap collectives (host)": "OK",
+                        "pmap chained": "OK", "pmap grad": "OK"}, gpu_check.SUMMARY
+    assert "NCCL" in gpu_check.SUMMARY[0][2] and "host-staged" in gpu_check.SUMMARY[1][2]
+    assert {"allreduce", "allgather", "reduce_scatter", "send"} <= set(fake_nccl.log)

@@ -64,9 +64,10 @@ _COMMS: dict = {}  # tuple of device ids -> [nccl Communicator per rank]
 _LOCK = threading.Lock()
 _WARNED: set = set()
 
-# numpy dtypes NCCL reduces natively (bfloat16 by name: ml_dtypes is optional)
+# numpy dtypes NCCL reduces natively. (bfloat16 is left out: its CUDA-array-interface
+# typestr is the opaque '<V2', which nccl4py cannot map to ncclBfloat16.)
 _REDUCIBLE = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
-              "float64", "bfloat16"}
+              "float64"}
 
 
 def nccl_module():

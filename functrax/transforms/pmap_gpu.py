@@ -230,6 +230,7 @@ class ReplicaProgram:
     def run(self, device_id: int, args, comm) -> list:
         """Run replica ``device_id`` on host arrays or ``GpuBuffer`` s; returns ``GpuBuffer`` s."""
         from functrax.lowering.triton import runtime
+        _make_current(device_id)
         p = self.program
         consts = self._consts.get(device_id)
         if consts is None:
@@ -273,6 +274,25 @@ class ReplicaProgram:
 
     def __repr__(self):
         return f"ReplicaProgram({self.program!r}, collectives: {self.collectives})"
+
+
+def _make_current(device_id: int):
+    """Make GPU ``device_id`` current in this (pooled, reused) replica thread.
+
+    ``gpu_buffer.GpuContext.activate`` remembers per context and thread that it made its
+    device current, and does not notice when another device became current since: a pool
+    thread that ran replicas of several GPUs would then load kernels and allocate with the
+    wrong device current. Mark every other context as not current in this thread.
+    """
+    from functrax.lowering import gpu_buffer
+    if gpu_buffer.GpuBuffer.__module__ != gpu_buffer.__name__:
+        return  # a stand-in buffer class (tests): no CUDA context to switch
+    ctx = gpu_buffer.context(device_id)
+    for other in list(gpu_buffer._CONTEXTS.values()):
+        if other is not ctx:
+            other._local.current = False
+    ctx.device.set_current()
+    ctx._local.current = True
 
 
 def replica_program(closed, axis_name, axis_size, donated=()) -> ReplicaProgram:

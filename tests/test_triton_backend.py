@@ -1,8 +1,9 @@
 """``jit(f, backend="triton")``: fused Triton kernels run in Triton's CPU interpreter.
 
 Each program runs with the triton backend and with the default numpy backend (``jit(f)``)
-and the results must agree. Groups the code generator does not lower (matmul, control flow)
-fall back to numpy rules; the fallbacks must be listed on the compiled program.
+and the results must agree. Groups the code generator does not lower fall back to numpy
+rules; the fallbacks must be listed on the compiled program. Control flow is a host-driven
+step over Triton body programs (tests/test_triton_control_flow.py).
 """
 from __future__ import annotations
 
@@ -152,13 +153,13 @@ def test_unsupported_matmul_falls_back_and_is_listed():
 
 
 @pytest.mark.parametrize("name, prim", [("with_cond", "cond"), ("with_scan", "scan")])
-def test_control_flow_falls_back_and_rest_is_triton(name, prim):
+def test_control_flow_is_a_host_step_and_rest_is_triton(name, prim):
     c = compiled(*PROGRAMS[name])
     prog = program_of(c)
-    opaque = [f for f in prog.fallbacks if f.kind is GroupKind.OPAQUE]
-    assert [f.primitives for f in opaque] == [(prim,)]
-    assert "control flow" in opaque[0].reason
-    assert len(prog.kernels) >= 1  # the exp / epilogue around it are kernels
+    assert prog.fallbacks == ()  # control flow runs its bodies as Triton programs
+    (step,) = [s for s in prog.steps if s.group.kind is GroupKind.OPAQUE]
+    assert step.runner.primitive == prim and step.kernels  # the body programs' kernels
+    assert len(prog.kernels) > len(step.kernels)  # the exp / epilogue around it are kernels
     assert len(prog.steps) == len(prog.plan.groups)
 
 
@@ -178,9 +179,11 @@ def test_as_text_shows_groups_equations_and_sources():
     assert f"{len(prog.kernels)} kernel(s), {len(prog.fallbacks)} numpy fallback(s)" in text
     for i, step in enumerate(prog.steps):
         assert f"kernel {i}: {step.group.kind.value}" in text
-    for k in prog.kernels:
-        assert k.source.text.strip() in text and f"triton kernel {k.source.name}" in text
-    assert "fallback: numpy (control flow" in text
+    for k in prog.kernels:  # (the kernels of the cond's branch programs print indented)
+        assert f"triton kernel {k.source.name}" in text
+    for step in prog.steps:
+        assert step.kernel is None or step.kernel.source.text.strip() in text
+    assert "control flow cond on the host over Triton programs" in text
     assert " = cond[" in text and " = exp " in text  # the equations of each group
 
 

@@ -199,6 +199,13 @@ def _lax_programs():
         ("erf_inv_f32", lax.erf_inv, (SPECIAL,), 1e-5, 1e-6),
         ("conj_f32", lambda x: lax.conj(x) * 2.0, (SPECIAL,)),
         ("nextafter_f32", bcast(lax.nextafter), (SPECIAL[:, :1], SPECIAL[:1, :]), 0.0, 0.0),
+        # same-width bitcasts, compared bit for bit (with a float16 register widened to f32)
+        ("bitcast_f32_u32", lambda x: P.bitcast_convert_type_p.bind(
+            x, new_dtype=np.dtype(np.uint32)), (SPECIAL,)),
+        ("bitcast_i32_f32_abs", lambda x: lax.abs(P.bitcast_convert_type_p.bind(
+            x, new_dtype=F32)), (INTS,)),
+        ("bitcast_f16_i16", lambda x: P.bitcast_convert_type_p.bind(
+            x * 2.0, new_dtype=np.dtype(np.int16)), (SPECIAL.astype(F16),)),
     ]
     cvt = [("f32", I32, CVT), ("f32", U8, CVT), ("f32", I8, CVT), ("f32", BOOL, CVT),
            ("f32", F16, SPECIAL), ("i32", F32, INTS), ("i32", F16, INTS), ("i32", U8, INTS),

@@ -13,6 +13,7 @@ Its rules (numpy backend, cost, jvp, partial evaluation, transposition, vmap) ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,8 +22,10 @@ from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.primitives._util import new_primitive
 from functrax.tracing import fun_name, fun_source, make_debug_info
-from functrax.transforms.call_util import trace_subjaxpr
-from functrax.tree_util import keystr, tree_flatten_with_path, tree_map, tree_unflatten
+from functrax.transforms.call_util import cached_trace, trace_subjaxpr
+from functrax.tree_util import (
+    keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,
+)
 
 __all__ = ["cond", "switch", "cond_p"]
 
@@ -97,20 +100,43 @@ def join_closed(closed_jaxprs):
     return tuple(out), consts
 
 
-def _trace_branches(funs, operands, api_name):
-    """Trace each function on ``operands``; returns (jaxprs with joined consts as leading
-    invars, consts, flat operands, out_trees)."""
-    closed, out_trees = [], []
-    for f in funs:
-        info = make_debug_info(f, operands, {}, api_name)
-        c, cs, flat_ops, _, out_tree = trace_subjaxpr(f, tuple(operands), info)
-        j = c.jaxpr
-        n = len(cs)
-        closed.append(ClosedJaxpr(Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns,
-                                        j.debug_info), cs))
-        out_trees.append(out_tree)
-    jaxprs, consts = join_closed(closed)
-    return jaxprs, consts, flat_ops, out_trees
+def _trace_branches(funs, operands, api_name, bind_order=None):
+    """Trace each function on ``operands`` in order; returns (:class:`_Branches`, flat
+    operands). ``bind_order``: the positions in ``funs`` of the cond's branches (default:
+    the same order). Eager calls are memoized per functions, operand structure and avals
+    (``call_util.cached_trace``, as JAX caches its traces)."""
+    flat_ops, in_tree = tree_flatten(tuple(operands))
+    avals = tuple(core.get_aval(x) for x in flat_ops)
+
+    def make():
+        closed, out_trees = [], []
+        for f in funs:
+            info = make_debug_info(f, operands, {}, api_name)
+            c, cs, _, _, out_tree = trace_subjaxpr(f, tuple(operands), info)
+            j = c.jaxpr
+            n = len(cs)
+            closed.append(ClosedJaxpr(Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns,
+                                            j.debug_info), cs))
+            out_trees.append(out_tree)
+        jaxprs, consts = join_closed(closed)
+        bound = jaxprs if bind_order is None else tuple(jaxprs[i] for i in bind_order)
+        return _Branches(jaxprs, consts, out_trees, *_forwarded(bound))
+
+    key = (api_name, bind_order, in_tree, avals)
+    traced = cached_trace(tuple(funs), key, make, lambda r: r.consts)
+    return traced, flat_ops
+
+
+class _Branches(NamedTuple):
+    """Traced branches: jaxprs taking the joined consts first and out_trees (in the order
+    traced), the consts, and the branches to bind (in bind order) without the outputs every
+    branch forwards from one input (``in_fwd``: that input's position per original output,
+    or None)."""
+    jaxprs: tuple
+    consts: list
+    out_trees: list
+    pruned: tuple
+    in_fwd: list
 
 
 def _fun_info(f) -> str:
@@ -147,23 +173,32 @@ def _show_diff(a1, a2) -> str:
     return repr(a1) if typematch(a1, a2) else f"DIFFERENT {a1!r} vs. {a2!r}"
 
 
-def _prune_forwarded(jaxprs, consts, ops):
+def _prune_forwarded(traced, consts, ops):
     """Drop outputs that every branch forwards from the same input (as JAX): they are
     that input. Returns (jaxprs, one input value or None per original output)."""
+    pruned, in_fwd = traced.pruned, traced.in_fwd
+    if all(f is None for f in in_fwd):
+        return pruned, in_fwd
+    inputs = list(consts) + list(ops)
+    return pruned, [None if f is None else _as_array(inputs[f]) for f in in_fwd]
+
+
+def _forwarded(jaxprs):
+    """(the branches without their commonly forwarded outputs, for each original output the
+    position of the input it forwards or None)."""
     fwds = []
     for br in jaxprs:
         pos = {v: k for k, v in enumerate(br.jaxpr.invars)}
         fwds.append([pos.get(v) if type(v) is Var else None for v in br.jaxpr.outvars])
     in_fwd = [f[0] if len(set(f)) == 1 else None for f in zip(*fwds)]
-    if all(f is None for f in in_fwd):
-        return jaxprs, in_fwd
-    inputs = list(consts) + list(ops)
-    keep = [f is None for f in in_fwd]
-    pruned = tuple(ClosedJaxpr(Jaxpr(b.jaxpr.constvars, b.jaxpr.invars,
-                                     [v for v, k in zip(b.jaxpr.outvars, keep) if k],
-                                     b.jaxpr.eqns, b.jaxpr.debug_info), b.consts)
-                   for b in jaxprs)
-    return pruned, [None if f is None else _as_array(inputs[f]) for f in in_fwd]
+    pruned = tuple(jaxprs)
+    if any(f is not None for f in in_fwd):
+        keep = [f is None for f in in_fwd]
+        pruned = tuple(ClosedJaxpr(Jaxpr(b.jaxpr.constvars, b.jaxpr.invars,
+                                         [v for v, k in zip(b.jaxpr.outvars, keep) if k],
+                                         b.jaxpr.eqns, b.jaxpr.debug_info), b.consts)
+                       for b in jaxprs)
+    return pruned, in_fwd
 
 
 def _as_array(x):
@@ -173,8 +208,9 @@ def _as_array(x):
     return core.Array(np.array(x, aval.dtype), weak_type=aval.weak_type)
 
 
-def _bind_cond(index, jaxprs, consts, ops, out_tree):
-    jaxprs, fwd = _prune_forwarded(jaxprs, consts, ops)
+def _bind_cond(index, traced, ops):
+    consts, out_tree = traced.consts, traced.out_trees[0]
+    jaxprs, fwd = _prune_forwarded(traced, consts, ops)
     outs = iter(cond_p.bind(index, *consts, *ops, branches=tuple(jaxprs)))
     return tree_unflatten(out_tree, [next(outs) if f is None else f for f in fwd])
 
@@ -236,13 +272,14 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     if config.disable_jit and _is_concrete(pred):
         return true_fun(*operands) if pred else false_fun(*operands)
 
-    jaxprs, consts, ops, out_trees = _trace_branches((true_fun, false_fun), operands, "cond")
-    true_jaxpr, false_jaxpr = jaxprs
+    # traced true_fun first; bound false branch first (the cond's branch order)
+    traced, ops = _trace_branches((true_fun, false_fun), operands, "cond", bind_order=(1, 0))
+    true_jaxpr, false_jaxpr = traced.jaxprs
     _check_branch_outputs("true_fun", "false_fun", true_fun, false_fun,
-                          out_trees[0], true_jaxpr.out_avals,
-                          out_trees[1], false_jaxpr.out_avals)
+                          traced.out_trees[0], true_jaxpr.out_avals,
+                          traced.out_trees[1], false_jaxpr.out_avals)
     index = lax.convert_element_type(pred, np.int32)
-    return _bind_cond(index, (false_jaxpr, true_jaxpr), consts, ops, out_trees[0])
+    return _bind_cond(index, traced, ops)
 
 
 def _check_pred(pred):
@@ -318,12 +355,13 @@ def switch(index, branches, *operands, operand=_no_operand):
     if config.disable_jit and _is_concrete(index):
         return branches[int(index)](*operands)
 
-    jaxprs, consts, ops, out_trees = _trace_branches(branches, operands, "switch")
+    traced, ops = _trace_branches(branches, operands, "switch")
+    jaxprs, out_trees = traced.jaxprs, traced.out_trees
     for i in range(1, len(branches)):
         _check_branch_outputs("branch 0", f"branch {i}", branches[0], branches[i],
                               out_trees[0], jaxprs[0].out_avals,
                               out_trees[i], jaxprs[i].out_avals)
-    return _bind_cond(index, jaxprs, consts, ops, out_trees[0])
+    return _bind_cond(index, traced, ops)
 
 
 from functrax.control_flow import cond_rules as _cond_rules  # noqa: E402,F401  (every table)

@@ -16,9 +16,10 @@ from functrax import core, dtypes, lax
 from functrax.control_flow.cond import cond_p, join_closed
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.lowering.cost import cost_analysis, cost_rules
-from functrax.lowering.executor import compile_jaxpr
 from functrax.lowering.numpy_backend import numpy_rules
-from functrax.passes.pipeline import optimize
+from functrax.lowering.triton.control_flow import body_executable as _compile_body
+from functrax.lowering.triton.control_flow import cond_rule as triton_cond_rule
+from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
@@ -38,11 +39,12 @@ def _cond_numpy(index, *ops, branches):
     branch = branches[_clamp_index(index, len(branches))]
     exe = _compiled.get(branch)
     if exe is None:
-        exe = _compiled[branch] = compile_jaxpr(optimize(branch))
+        exe = _compiled[branch] = _compile_body(branch)  # Triton if it calls a triton jit
     return exe(*ops)
 
 
 numpy_rules[cond_p] = _cond_numpy
+triton_step_rules[cond_p] = triton_cond_rule  # the Triton backend's host-driven step
 
 
 # --- cost: the most expensive branch (as XLA's cost analysis of a conditional) ---

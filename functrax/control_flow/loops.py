@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import weakref
 from typing import NamedTuple
 
 from functrax import core, dtypes, lax
@@ -27,7 +28,7 @@ from functrax.core import ClosedJaxpr
 from functrax.errors import ConcretizationTypeError
 from functrax.primitives._util import new_primitive
 from functrax.tracing import make_debug_info
-from functrax.transforms.call_util import trace_subjaxpr
+from functrax.transforms.call_util import cached_trace, trace_subjaxpr
 from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten, treedef_is_leaf,
 )
@@ -91,9 +92,18 @@ class _Loop(NamedTuple):
 
 
 def _trace_fun(fun, init_val, traced_for):
-    info = make_debug_info(fun, (init_val,), {}, traced_for)
-    closed, consts, _, _, out_tree = trace_subjaxpr(fun, (init_val,), info)
-    return closed, consts, out_tree
+    """(closure-converted jaxpr, consts, out_tree) of ``fun(init_val)``. Eager calls are
+    memoized per ``fun``, carry structure and avals (``call_util.cached_trace``, as JAX
+    caches its traces)."""
+    leaves, in_tree = tree_flatten((init_val,))
+    avals = tuple(core.get_aval(x) for x in leaves)
+
+    def make():
+        info = make_debug_info(fun, (init_val,), {}, traced_for)
+        closed, consts, _, _, out_tree = trace_subjaxpr(fun, (init_val,), info)
+        return closed, consts, out_tree
+
+    return cached_trace((fun,), (traced_for, in_tree, avals), make, lambda r: r[1])
 
 
 def _check_cond(cond, cond_tree):
@@ -270,18 +280,40 @@ def _fori_cond_fun(loop_carry):
     return lax.lt(i, upper)
 
 
+# fori_loop's wrappers of a body_fun, made once per body_fun (as JAX) so that the traces of
+# the wrappers are cached too; a wrapper holds its body_fun weakly (never keeps it alive)
+_fori_wrappers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fori_wrapper(body_fun, make, kind):
+    try:
+        per_fun = _fori_wrappers.get(body_fun)
+        if per_fun is None:
+            per_fun = _fori_wrappers[body_fun] = {}
+    except TypeError:  # cannot be weakly referenced or hashed: a fresh wrapper
+        return make(lambda: body_fun)
+    wrapper = per_fun.get(kind)
+    if wrapper is None:
+        wrapper = per_fun[kind] = make(weakref.ref(body_fun))
+    return wrapper
+
+
 def _fori_body_fun(body_fun):
-    def while_body_fun(loop_carry):
-        i, upper, x = loop_carry
-        return lax.add(i, 1), upper, body_fun(i, x)
-    return while_body_fun
+    def make(body_ref):
+        def while_body_fun(loop_carry):
+            i, upper, x = loop_carry
+            return lax.add(i, 1), upper, body_ref()(i, x)
+        return while_body_fun
+    return _fori_wrapper(body_fun, make, "while")
 
 
 def _fori_scan_body_fun(body_fun):
-    def scanned_fun(loop_carry, _):
-        i, x = loop_carry
-        return (i + 1, body_fun(i, x)), None
-    return scanned_fun
+    def make(body_ref):
+        def scanned_fun(loop_carry, _):
+            i, x = loop_carry
+            return (i + 1, body_ref()(i, x)), None
+        return scanned_fun
+    return _fori_wrapper(body_fun, make, "scan")
 
 
 def _bound_aval(x, name):

@@ -11,10 +11,11 @@ import weakref
 from functrax import core, dtypes, lax
 from functrax.control_flow.loops import while_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
-from functrax.lowering.executor import compile_jaxpr
 from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.triton.control_flow import body_executable as _compile_body
+from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
+from functrax.lowering.triton.control_flow import while_rule as triton_while_rule
 from functrax.passes.dce import dce_jaxpr
-from functrax.passes.pipeline import optimize
 from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import BatchTrace, BatchTracer, matchaxis, moveaxis, vmap_rules
@@ -45,7 +46,7 @@ _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _executable(closed: ClosedJaxpr):
     exe = _compiled.get(closed)
     if exe is None:
-        exe = _compiled[closed] = compile_jaxpr(optimize(closed))
+        exe = _compiled[closed] = _compile_body(closed)  # Triton if it calls a triton jit
     return exe
 
 
@@ -58,6 +59,7 @@ def _while_numpy(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
 
 
 numpy_rules[while_p] = _while_numpy
+triton_step_rules[while_p] = triton_while_rule  # the Triton backend's host-driven step
 
 
 # --- jvp: tangents ride along as extra carries; the condition ignores them ---

@@ -13,6 +13,7 @@ transpose and vmap rules are in ``scan_rules.py``.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import weakref
 
@@ -21,12 +22,11 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.core import ShapedArray, typematch
 from functrax.errors import ConcretizationTypeError
-from functrax.lowering.executor import compile_jaxpr
 from functrax.lowering.numpy_backend import numpy_rules
-from functrax.passes.pipeline import optimize
+from functrax.lowering.triton.control_flow import body_executable as _compile_body
 from functrax.primitives._util import new_primitive
 from functrax.tracing import DebugInfo, arg_names, fun_name, fun_source, trace_to_jaxpr
-from functrax.transforms.call_util import closure_convert
+from functrax.transforms.call_util import cached_trace, closure_convert
 from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten, treedef_children,
 )
@@ -85,16 +85,17 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     unroll = _check_unroll(unroll, length)
     x_avals = [_slice_aval(core.get_aval(x)) for x in xs_flat]
     init_flat, init_tree = tree_flatten(init)
-    debug = _debug_info(f, init, xs)
-    closed, out_tree = _trace_body(f, init_flat, init_tree, x_avals, xs_tree, debug)
+    debug = functools.partial(_debug_info, f, init, xs)  # made on a cache miss only
+    closed, consts, out_tree = _trace_body_cached(f, init_flat, init_tree, x_avals, xs_tree,
+                                                  debug)
     # a weakly typed init (a Python scalar) takes the type of the body's carry output
     init_flat, changed = _promote_weak_typed_inputs(init_flat, closed.out_avals)
     if changed:
         init = tree_unflatten(init_tree, init_flat)
-        closed, out_tree = _trace_body(f, init_flat, init_tree, x_avals, xs_tree, debug)
+        closed, consts, out_tree = _trace_body_cached(f, init_flat, init_tree, x_avals,
+                                                      xs_tree, debug)
     carry_tree, y_tree = treedef_children(out_tree)
     _check_carry_type(f, init, init_tree, carry_tree, closed.out_avals[:carry_tree.num_leaves])
-    closed, consts = closure_convert(closed)
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, length=length,
                        reverse=bool(reverse), unroll=unroll, num_consts=len(consts),
                        num_carry=len(init_flat))
@@ -213,6 +214,23 @@ def _trace_body(f, init_flat, init_tree, x_avals, xs_tree, debug):
         raise TypeError("scan body output must be a pair, got "
                         f"{tree_unflatten(out_tree, closed.out_avals)}.")
     return closed, out_tree
+
+
+def _trace_body_cached(f, init_flat, init_tree, x_avals, xs_tree, debug):
+    """:func:`_trace_body`, closure-converted: (ClosedJaxpr of (consts, carry leaves, x
+    leaves), consts, out_tree). Eager calls are memoized per ``f``, the carry and xs
+    structures and avals (``call_util.cached_trace``, as JAX caches its traces); ``debug``
+    is a DebugInfo or a function making one (called on a miss only)."""
+    carry_avals = tuple(core.get_aval(x) for x in init_flat)
+
+    def make():
+        info = debug() if callable(debug) else debug
+        closed, out_tree = _trace_body(f, init_flat, init_tree, x_avals, xs_tree, info)
+        closed, consts = closure_convert(closed)
+        return closed, consts, out_tree
+
+    key = ("scan", init_tree, carry_avals, xs_tree, tuple(x_avals))
+    return cached_trace((f,), key, make, lambda r: r[1])
 
 
 def _promote_weak_typed_inputs(in_vals, out_avals):
@@ -379,7 +397,7 @@ def body_executable(jaxpr):
     """The compiled executable of a scan body (compiled once per jaxpr object)."""
     exe = _compiled.get(jaxpr)
     if exe is None:
-        exe = _compiled[jaxpr] = compile_jaxpr(optimize(jaxpr))
+        exe = _compiled[jaxpr] = _compile_body(jaxpr)  # Triton if it calls a triton jit
     return exe
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from functrax import core, dtypes, lax
 from functrax.control_flow.scan import _split, scan_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
+from functrax.lowering.triton.control_flow import scan_rule as triton_scan_rule
+from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.passes.dce import dce_jaxpr
 from functrax.passes.inline import inlinable
 from functrax.tracing import trace_to_jaxpr
@@ -123,6 +125,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
 
 
 jvp_rules[scan_p] = _scan_jvp
+triton_step_rules[scan_p] = triton_scan_rule  # the Triton backend's host-driven step
 
 
 # --- partial evaluation ---

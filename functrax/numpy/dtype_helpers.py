@@ -3,13 +3,48 @@ import numpy as np
 
 from functrax import dtypes
 
-bool_ = np.bool_
-int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
-uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
-float16, float32, float64 = np.float16, np.float32, np.float64
-complex64, complex128 = np.complex64, np.complex128
-bfloat16 = dtypes.bfloat16
-float_, int_, complex_ = np.float64, np.int64, np.complex128
+
+
+class _ScalarMeta(type):
+    """The metaclass of ``functrax.numpy``'s scalar types (``fnp.float32`` ...), as JAX's.
+
+    A scalar type stands for its dtype wherever a dtype is accepted (``np.dtype(fnp.float32)``,
+    ``x.astype(fnp.int8)``, ``x.dtype == fnp.float32``), and calling it makes an array:
+    ``fnp.float32(x)`` is ``fnp.asarray(x, dtype=float32)``, so it works on tracers too.
+    """
+
+    def __call__(cls, x):
+        from functrax.numpy.creation import asarray
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type is other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+
+def _scalar_type(np_type):
+    """The ``functrax.numpy`` scalar type of numpy scalar type ``np_type``."""
+    name = np.dtype(np_type).name
+    return _ScalarMeta(name if name != "bool" else "bool_", (object,),
+                       {"dtype": np.dtype(np_type), "__module__": "functrax.numpy"})
+
+
+bool_ = _scalar_type(np.bool_)
+int8, int16, int32, int64 = (_scalar_type(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (_scalar_type(t)
+                                 for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = _scalar_type(np.complex64), _scalar_type(np.complex128)
+bfloat16 = _scalar_type(dtypes.bfloat16) if dtypes.bfloat16 is not None else None
+float_, int_, complex_ = float64, int64, complex128
 dtype = np.dtype
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger

@@ -1,7 +1,10 @@
 """Helpers for higher-order primitives that hold a sub-jaxpr (custom_jvp_call, remat2, ...)."""
 from __future__ import annotations
 
+import weakref
+
 from functrax import core
+from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr
 from functrax.tracing import trace_to_jaxpr
 from functrax.tree_util import tree_flatten, tree_unflatten
@@ -50,3 +53,63 @@ def eager_call_rule(param: str):
         outs = eval_closed(params[param], *args)
         return [o._value if type(o) is core.Array else o for o in outs]
     return rule
+
+
+# --- memoized traces of user functions (as JAX's _initial_style_jaxpr cache) ---
+
+# results kept per combination of functions (the oldest is dropped beyond this)
+MAX_TRACES_PER_FUNCTION = 64
+
+
+class _Node:
+    """One level of the trace cache: the next function (weakly) or the results by key."""
+
+    __slots__ = ("next", "results")
+
+    def __init__(self):
+        self.next = weakref.WeakKeyDictionary()
+        self.results = {}
+
+
+_trace_cache = _Node()
+
+
+def cached_trace(funs, key, make, consts_of):
+    """``make()``, the trace of the functions ``funs``, memoized per function objects and
+    ``key`` (which must determine the trace with the functions: pytree structures, avals,
+    static params).
+
+    As JAX's ``_initial_style_jaxpr`` cache: the functions are held weakly (a fresh lambda or
+    ``functools.partial`` per call simply misses), and a hit reuses the jaxprs and the consts
+    captured by the first trace (a function reading mutable Python state sees the state of
+    that trace, as in JAX). Only eager calls are cached (the current trace is the eval
+    trace; under a transformation a function may close over its tracers), never a result
+    whose consts (``consts_of(result)``) hold tracers, and never functions that cannot be
+    weakly referenced or hashed (builtins, ...): those are traced every time.
+
+    Keeping the jaxpr objects also keeps the numpy backend's executables compiled per jaxpr
+    object, so an eager ``cond``/``scan``/``while_loop`` call costs a dictionary lookup and
+    the run of the compiled body.
+    """
+    if core.current_trace() is not core.EVAL_TRACE:
+        return make()
+    full_key = (key, config.enable_x64, config.disable_jit)  # flags that change traces
+    try:
+        node = _trace_cache
+        for f in funs:
+            nxt = node.next.get(f)
+            if nxt is None:
+                nxt = node.next[f] = _Node()
+            node = nxt
+        hit = node.results.get(full_key)
+    except TypeError:  # a function or key that cannot be weakly referenced or hashed
+        return make()
+    if hit is not None:
+        return hit
+    result = make()
+    if any(isinstance(c, core.Tracer) for c in consts_of(result)):
+        return result
+    if len(node.results) >= MAX_TRACES_PER_FUNCTION:
+        node.results.pop(next(iter(node.results)))
+    node.results[full_key] = result
+    return result

@@ -82,9 +82,11 @@ def _no_consts(closed: ClosedJaxpr):
 
 
 # --- jvp ---
-# Transformed inner jaxprs are memoized per (jaxpr object, transform details), so calling
-# vmap(jit(f)) or grad(jit(f)) again re-traces nothing and the numpy rule's compiled
-# executable (cached per jaxpr object) is reused.
+# Transformed inner jaxprs are memoized per (jaxpr object, transform details): jvp per nonzero
+# tangents, partial evaluation per unknown inputs, transposition per linear inputs and
+# cotangent avals, vmap per axis and in_dims. Calling vmap(jit(f)) or grad(jit(f)) again
+# re-traces nothing and the numpy rule's compiled executables (cached per jaxpr object) are
+# reused.
 _transformed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -121,14 +123,20 @@ jvp_rules[jit_p] = _jit_jvp
 # outputs would reach the linear part and make it non-linear).
 def _jit_partial_eval(trace, args, params):
     jaxpr, name, bk = params["jaxpr"], params["name"], _bk(params.get("backend"))
-    closed, consts = _no_consts(jaxpr)
+    consts = list(jaxpr.consts)
     args = consts + list(args)
-    unknowns = [trace.is_unknown(x) for x in args]
+    unknowns = tuple(trace.is_unknown(x) for x in args)
     known_args = [x for x, u in zip(args, unknowns) if not u]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
+
+    def make():
+        k_closed, u_closed, out_unk, num_res = partial_eval_closed(_no_consts(jaxpr)[0],
+                                                                   unknowns)
+        return _no_consts(k_closed), u_closed, out_unk, num_res
+
     with core.set_current_trace(trace.parent):
-        k_closed, u_closed, out_unk, num_res = partial_eval_closed(closed, unknowns)
-        k_closed, k_consts = _no_consts(k_closed)
+        (k_closed, k_consts), u_closed, out_unk, num_res = _memo(jaxpr, ("pe", unknowns),
+                                                                 make)
         known = jit_p.bind(*k_consts, *known_args, jaxpr=k_closed, name=name, **bk) \
             if k_closed.jaxpr.outvars else []
     k_outs, res = known[:len(known) - num_res], known[len(known) - num_res:]
@@ -143,21 +151,27 @@ partial_eval_rules[jit_p] = _jit_partial_eval
 
 # --- transpose: the backward pass of the inner (linear) jaxpr, itself jitted ---
 def _jit_transpose(cts, *args, jaxpr, name, backend=None):
-    closed, consts = _no_consts(jaxpr)
+    consts = list(jaxpr.consts)
     args = consts + list(args)
-    lin = [is_undefined(a) for a in args]
-    j = closed.jaxpr
-    # residual inputs become constvars: backward_pass wants a jaxpr linear in its invars
-    lin_jaxpr = Jaxpr([v for v, u in zip(j.invars, lin) if not u],
-                      [v for v, u in zip(j.invars, lin) if u], j.outvars, j.eqns)
+    lin = tuple(is_undefined(a) for a in args)
     res = [a for a, u in zip(args, lin) if not u]
     cts = [instantiate(c) if type(c) is Zero else c for c in cts]
 
-    def bwd(res, cts):
-        return [instantiate(c) for c in backward_pass(lin_jaxpr, res, cts)]
+    def make():
+        j = _no_consts(jaxpr)[0].jaxpr
+        # residual inputs become constvars: backward_pass wants a jaxpr linear in its invars
+        lin_jaxpr = Jaxpr([v for v, u in zip(j.invars, lin) if not u],
+                          [v for v, u in zip(j.invars, lin) if u], j.outvars, j.eqns)
 
-    t_closed, t_consts, flat, _, _ = trace_subjaxpr(bwd, (res, cts))
-    outs = iter(jit_p.bind(*t_consts, *flat, jaxpr=t_closed, name=f"transpose({name})",
+        def bwd(res, cts):
+            return [instantiate(c) for c in backward_pass(lin_jaxpr, res, cts)]
+
+        t_closed, t_consts, _, _, _ = trace_subjaxpr(bwd, (res, cts))
+        return (t_closed, t_consts),
+
+    key = ("transpose", lin, tuple(core.get_aval(c) for c in cts))
+    (t_closed, t_consts), = _memo(jaxpr, key, make)
+    outs = iter(jit_p.bind(*t_consts, *res, *cts, jaxpr=t_closed, name=f"transpose({name})",
                            **_bk(backend)))
     cts_in = [next(outs) if u else None for u in lin]
     return cts_in[len(consts):]

@@ -11,7 +11,10 @@
 - a group matching a hand-written kernel of ``kernels/`` named in
   ``KernelConfig.hand_written`` (by default a dense layer ``relu?(x @ w + b?)``; also softmax
   and layernorm on the GPU config) runs that kernel instead (``patterns.PATTERNS``);
-- OPAQUE groups, and any group the code generators reject
+- an OPAQUE control-flow group (cond/switch, while/fori_loop, scan) whose primitive has a
+  rule in ``control_flow.step_rules`` is a ``ControlFlowStep``: the host drives it, each
+  body / branch running as its own compiled Triton program;
+- other OPAQUE groups, and any group the code generators reject
   (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
   on a jaxpr of just that group). Every such fallback is recorded with its reason in
   :attr:`TritonProgram.fallbacks` and printed by :meth:`TritonProgram.as_text`.
@@ -111,8 +114,11 @@ class TritonProgram:
         self.jaxpr = closed
         self.plan = plan
         self.steps = tuple(steps)
-        self.kernels = tuple(s.kernel for s in steps if s.kernel is not None)
-        self.fallbacks = tuple(s.fallback for s in steps if s.fallback is not None)
+        # (a control-flow step contributes the kernels / fallbacks of its body programs)
+        self.kernels = tuple(k for s in steps for k in getattr(s, "kernels", (s.kernel,))
+                             if k is not None)
+        self.fallbacks = tuple(f for s in steps for f in getattr(s, "fallbacks", (s.fallback,))
+                               if f is not None)
         self.out_avals = [v.aval for v in closed.jaxpr.outvars]
         self.donated = tuple(sorted(set(donated)))
         j = closed.jaxpr
@@ -196,7 +202,21 @@ def _step(index: int, group: FusionGroup, kernel_config, cache) -> Step:
             STATS["kernels"] += 1
             return Step(group, kernel=kernel, fn=fn)
     else:
-        reason = _fallback_reason(group)
+        from functrax.lowering.triton.control_flow import control_flow_step
+        step = control_flow_step(group, kernel_config, cache)  # control_flow.step_rules
+        if step is not None:
+            return step
+        from functrax.lowering.triton.scan_sort import build_opaque
+        from functrax.lowering.triton.gather_scatter import build_scatter
+        try:  # scans, sort, threefry2x32, bitcast_convert_type: their own kernels
+            built = (build_scatter(group, kernel_config, cache)  # gather_scatter.py
+                     or build_opaque(group, kernel_config, cache))
+        except UnsupportedError as e:
+            built, reason = None, f"{_fallback_reason(group)}; no Triton kernel: {e}"
+        if built is not None:
+            STATS["kernels"] += 1
+            return Step(group, kernel=built[0], fn=built[1])
+        reason = reason or _fallback_reason(group)
     STATS["fallbacks"] += 1
     fallback = Fallback(index, group.kind, tuple(e.primitive.name for e in group.eqns), reason)
     return Step(group, fallback=fallback, fn=_numpy_fn(group))

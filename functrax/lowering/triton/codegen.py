@@ -35,7 +35,7 @@ from functrax.lowering.fusion import IllegalGroup, group_layout
 from functrax.lowering.fusion_types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.indexing import (
-    const, delinearize, forward_rules, index_rules, ix_bases, linear_terms,
+    DATA_DEPENDENT, const, delinearize, forward_rules, index_rules, ix_bases, linear_terms,
     row_major_strides, select_rules,
 )
 from functrax.lowering.triton.rules import UnsupportedError
@@ -261,7 +261,7 @@ class _Lowering:
         if ix[0] == "c":
             return str(ix[1])
         if ix[0] == "e":
-            return f"({ix[1]})"
+            return ix[1] if _IDENT.match(ix[1]) else f"({ix[1]})"
         _, base, stride, extent = ix
         text = base if stride == 1 else f"{base} // {stride}"
         if stride * extent < self.totals[base]:
@@ -433,7 +433,8 @@ class _Lowering:
             ix = self.derived_index(eqn.invars[0], use_seen)
             ix = None if ix is None else forward_rules[eqn.primitive](self, eqn, ix)
             return ix if ix is not None and all(i[0] != "e" for i in ix) else None
-        if eqn.primitive in index_rules or eqn.primitive in REDUCTIONS:
+        if eqn.primitive in index_rules or eqn.primitive in REDUCTIONS or \
+                eqn.primitive in DATA_DEPENDENT:
             return None
         for x in eqn.invars:
             if type(x) is not Literal and x.aval.shape == var.aval.shape:

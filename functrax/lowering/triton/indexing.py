@@ -17,7 +17,14 @@ the views that pick, per element, one of several loads (``pad``, also with inter
 negative padding, ``concatenate``,
 ``dynamic_update_slice`` with literal starts): each operand is read at a shifted index clamped
 into range, and ``tl.where`` on the element's position selects among them. ``low`` is the
-lowering (for ``render``/``render_linear`` of non-digit expressions).
+lowering (for ``render``/``render_linear`` of non-digit expressions, and ``value`` to load
+the index values of data-dependent views).
+
+Data-dependent views (``DATA_DEPENDENT``; the planner's ``fusion_gather``): ``gather`` (a
+select rule: the operand at ``clamp(indices[batch, k]) + window``, or the fill value where
+mode ``fill`` finds the window out of bounds) and ``dynamic_slice`` with traced starts (the
+start scalars loaded and clamped as XLA clamps them). Their index values are computed in the
+kernel (loads of group inputs or values of the group) and the operand is loaded at the result.
 """
 from __future__ import annotations
 
@@ -28,7 +35,8 @@ from functrax.core import Literal
 from functrax.lowering.triton.rules import UnsupportedError
 
 __all__ = ["const", "digit", "opaque", "ix_bases", "row_major_strides", "delinearize",
-           "linear_terms", "reindex", "index_rules", "forward_rules", "select_rules"]
+           "linear_terms", "reindex", "index_rules", "forward_rules", "select_rules",
+           "DATA_DEPENDENT", "clamped_start"]
 
 
 def const(v: int) -> tuple:
@@ -166,13 +174,16 @@ def _slice_index(low, eqn, index):
 
 
 def _dynamic_slice_index(low, eqn, index):
-    """A dynamic_slice with literal start indices (clamped as XLA clamps them) is a slice."""
+    """A dynamic_slice with literal start indices (clamped as XLA clamps them) is a slice;
+    a traced start is loaded (a scalar of the group), clamped into ``[0, d - n]`` and added
+    (a data-dependent index, see ``gather_index``)."""
     x, starts = eqn.invars[0], eqn.invars[1:]
-    if any(type(v) is not Literal for v in starts):
-        raise UnsupportedError("dynamic_slice with traced start indices is data-dependent "
-                               "indexing (not lowered to Triton)")
     out = []
     for ix, v, d, n in zip(index, starts, x.aval.shape, eqn.params["slice_sizes"]):
+        if type(v) is not Literal:
+            st = clamped_start(low, low.value(v, ()), 0, d - n, x.aval.size)
+            out.append(opaque(f"{st} + {low.render(ix)}", ix_bases(ix)))
+            continue
         st = min(max(int(v.val), 0), d - n)
         if ix[0] == "c":
             out.append(const(ix[1] + st))
@@ -336,10 +347,75 @@ def _dynamic_update_slice_select(low, eqn, index):
     return [(update, tuple(u_index)), (x, index)], [" & ".join(conds)]
 
 
+def clamped_start(low, s: str, lo: int, hi: int, size: int) -> str:
+    """The loaded start index ``s`` clamped into ``[lo, hi]``, as the offset type (int32, or
+    int64 when the operand has ``size >= 2**31`` elements); clamped before the cast, so
+    64-bit and unsigned indices never wrap."""
+    ty = "tl.int64" if size >= 2 ** 31 else "tl.int32"
+    return low.em.bind(f"tl.minimum(tl.maximum({s}, {lo}), {hi}).to({ty})")
+
+
+def _gather_select(low, eqn, index):
+    """``gather`` (XLA semantics, index vector dim last): output element ``index`` splits into
+    batch positions (the non-offset dims, in order: the index array's leading dims) and window
+    positions (the offset dims: the operand dims neither collapsed nor batching). Operand dim
+    ``d = start_index_map[k]`` is read at ``clamp(indices[batch, k], 0, size_d - window_d) +
+    window``; an operand batching dim at its paired batch position; other dims at the window
+    position. Mode ``fill`` selects the fill value (NaN for inexact dtypes, as JAX) where a
+    start is out of ``[0, size_d - window_d]``; ``clip`` and ``promise_in_bounds`` clamp."""
+    from functrax.core import ShapedArray
+    from functrax.lowering.numpy_gather_scatter import _default_fill_value
+    from functrax.primitives.gather_scatter import GatherScatterMode
+    operand, indices = eqn.invars
+    p = eqn.params
+    dn, sizes = p["dimension_numbers"], p["slice_sizes"]
+    shape, rank = operand.aval.shape, operand.aval.ndim
+    fill = GatherScatterMode.from_any(p["mode"]) == GatherScatterMode.FILL_OR_DROP
+    offset = set(dn.offset_dims)
+    batch = [ix for i, ix in enumerate(index) if i not in offset]
+    window_dims = [d for d in range(rank)
+                   if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    op_index = [const(0)] * rank
+    for d, ix in zip(window_dims, (ix for i, ix in enumerate(index) if i in offset)):
+        op_index[d] = ix
+    for od, idd in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        op_index[od] = batch[idd]
+    batch_bases = frozenset().union(*(ix_bases(ix) for ix in batch)) if batch else frozenset()
+    conds = []
+    fill_value = None
+    if fill:
+        fv = p.get("fill_value")
+        fill_value = _default_fill_value(operand.aval.dtype) if fv is None else fv
+        # one Literal per equation: the lowering asks for the requests twice (keyed by var)
+        fills = low.__dict__.setdefault("gather_fill_literals", {})
+        if id(eqn) not in fills:
+            fills[id(eqn)] = Literal(fill_value, ShapedArray((), operand.aval.dtype))
+        fill_value = fills[id(eqn)]
+    for k, d in enumerate(dn.start_index_map):
+        hi = shape[d] - (sizes[d] if d in window_dims else 1)
+        if fill and hi < 0:  # no window fits: every element is the fill value
+            return [(fill_value, ())], []
+        s = low.value(indices, tuple(batch) + (const(k),))
+        if fill:
+            conds.append(f"({s} >= 0) & ({s} <= {hi})")
+        st = clamped_start(low, s, 0, max(hi, 0), operand.aval.size)
+        w = op_index[d]
+        op_index[d] = opaque(st if w[0] == "c" and w[1] == 0 else f"{st} + {low.render(w)}",
+                             batch_bases | ix_bases(w))
+    reqs = [(operand, tuple(op_index))]
+    if not conds:
+        return reqs, []
+    return reqs + [(fill_value, ())], [" & ".join(low.em.bind(c) for c in conds)]
+
+
+# data-dependent views: the operand's index depends on loaded values; a partial output's index
+# is never derived through them
+DATA_DEPENDENT = frozenset((P.gather_p,))
+
 # prim -> fn(lowering, eqn, output index) -> ([(operand, index), ...], conditions): the value
 # is ``where(conditions[0], operand 0, where(conditions[1], operand 1, ... operand n-1))``
 # (one condition less than operands; a single request passes its value through)
 select_rules: dict = {
     P.pad_p: _pad_select, P.concatenate_p: _concatenate_select,
-    P.dynamic_update_slice_p: _dynamic_update_slice_select,
+    P.dynamic_update_slice_p: _dynamic_update_slice_select, P.gather_p: _gather_select,
 }

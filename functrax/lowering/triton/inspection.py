@@ -116,6 +116,8 @@ def _step_text(i, step, ctx, cost) -> list:
     if step.kernel is not None:
         src = step.kernel.source
         how = f"triton kernel {src.name} ({_origin(step.kernel)})"
+    elif step.fallback is None:  # a control-flow step (control_flow.ControlFlowStep)
+        how = step.describe()
     else:
         how = f"fallback: numpy ({step.fallback.reason})"
     lines = [f"\nkernel {i}: {g.kind.value}{list(g.shape)}{red} -> {how}"]
@@ -131,6 +133,8 @@ def _step_text(i, step, ctx, cost) -> list:
         text = src.text if _is_generated(src) else _jit_functions(src.text)
         lines.append(f"  source ({kernel_filename(src)}):")
         lines.append(text.rstrip("\n"))
+    elif step.fallback is None:
+        lines.extend(step.body_text())  # the body programs, nested
     return lines
 
 
@@ -171,6 +175,8 @@ def program_cost(program) -> dict:
     for step, entry in zip(program.steps, cost["kernels"]):
         if step.kernel is not None:
             entry.update(name=step.kernel.source.name, backend="triton")
+        elif step.fallback is None:  # control flow: the host runs Triton body programs
+            entry.update(name=None, backend="triton", control_flow=step.runner.primitive)
         else:
             entry.update(name=None, backend="numpy", reason=step.fallback.reason)
     return cost

@@ -524,6 +524,48 @@ _def(P.clamp_p, f"tl.minimum(tl.maximum({{1}}, {{0}}, {_NAN_ALL}), {{2}}, {_NAN_
 _def(P.clamp_p, "tl.minimum(tl.maximum({1}, {0}), {2})", SI, U)
 
 
+
+# --- bit-level reinterpretation and the PRNG cipher ---
+
+
+def _bitcast(ctx: RuleContext):
+    """``bitcast_convert_type`` between types of one width (float16/bfloat16 registers hold
+    float32: narrowed before the bitcast, widened after; both exact)."""
+    src, dst = ctx.in_avals[0].dtype, ctx.out_aval.dtype
+    if np.dtype(src).itemsize != np.dtype(dst).itemsize or B in (dtype_class(src),
+                                                                 dtype_class(dst)):
+        raise UnsupportedError(f"bitcast_convert_type from {_name(src)} to {_name(dst)}: only "
+                               "non-bool types of equal width are lowered elementwise")
+    x = "{0}" if reg_dtype(src) == tl_dtype(src) else f"{{0}}.to({tl_dtype(src)})"
+    y = f"{x}.to({{T}}, bitcast=True)"
+    return y if reg_dtype(dst) == tl_dtype(dst) else f"{y}.to({{R}})"
+
+
+_def(P.bitcast_convert_type_p, _bitcast)
+
+# the rotation amounts of Threefry-2x32, four per group of rounds, alternating
+THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32_lines(k1: str, k2: str, x1: str, x2: str, shape: str) -> tuple:
+    """Threefry-2x32 with 20 rounds (Random123), as ``numpy_prng._threefry2x32`` computes it:
+    ``(lines, y1, y2)``, the statements computing the two uint32 results from the uint32
+    tensors named ``k1 .. x2`` (of the block ``shape``, a shape list's text), and their names.
+    uint32 additions wrap; rotations are two shifts and an or."""
+    def u32(c):
+        return f"tl.full({shape}, {int(c)}, tl.uint32)"
+
+    lines = [f"tf_k0 = {k1}", f"tf_k1 = {k2}", f"tf_k2 = {k1} ^ {k2} ^ {u32(0x1BD11BDA)}",
+             f"tf_a = {x1} + tf_k0", f"tf_b = {x2} + tf_k1"]
+    for i in range(5):
+        for r in THREEFRY_ROTATIONS[i % 2]:
+            lines.append("tf_a = tf_a + tf_b")
+            lines.append(f"tf_b = ((tf_b << {u32(r)}) | (tf_b >> {u32(32 - r)})) ^ tf_a")
+        lines.append(f"tf_a = tf_a + tf_k{(i + 1) % 3}")
+        lines.append(f"tf_b = tf_b + tf_k{(i + 2) % 3} + {u32(i + 1)}")
+    return lines, "tf_a", "tf_b"
+
+
 # --- row reductions ---
 
 

@@ -218,3 +218,11 @@ def test_pickle_round_trip(x):
 def test_block_until_ready_returns_self():
     x = fnp.ones(2)
     assert x.block_until_ready() is x
+
+
+def test_signbit_sees_the_sign_of_nan_and_zero():
+    x = np.array([-1.0, -0.0, 0.0, 2.0, np.nan, -np.nan, np.inf, -np.inf], np.float32)
+    for dt in (np.float32, np.float16):
+        np.testing.assert_array_equal(fnp.signbit(x.astype(dt)), np.signbit(x.astype(dt)))
+    np.testing.assert_array_equal(functrax.jit(fnp.signbit)(x), np.signbit(x))
+    np.testing.assert_array_equal(functrax.vmap(fnp.signbit)(x), np.signbit(x))

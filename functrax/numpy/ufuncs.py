@@ -411,9 +411,10 @@ def isnan(x, /):
 
 
 def signbit(x, /):
-    """Elementwise test whether the sign bit is set (True for -0.0).
+    """Elementwise test whether the sign bit is set (True for -0.0 and for a negative NaN).
 
-    Note: without a bitcast primitive the sign of a NaN is not visible; NaN gives False.
+    >>> signbit(fnp.array([-1.0, -0.0, 0.0, 2.0]))
+    Array([ True,  True, False, False], dtype=bool)
     """
     check_arraylike("signbit", x)
     x, = promote_args("signbit", x)
@@ -424,8 +425,10 @@ def signbit(x, /):
         return lax.full_like(x, False, np.bool_)
     if k != "f":
         raise ValueError(f"signbit is not well defined for {_dtype(x).name}")
-    # atan2(x, -1) is in (0, pi] for +0 and positive x, in [-pi, 0) for -0 and negative x.
-    return lax.lt(lax.atan2(x, _const(x, -1)), _const(x, 0))
+    # as JAX: the bits as a signed integer of the same width are negative iff the sign is set
+    from functrax.primitives.prng import bitcast_convert_type_p
+    bits = np.dtype(f"int{_dtype(x).itemsize * 8}")
+    return lax.lt(bitcast_convert_type_p.bind(x, new_dtype=bits), lax.full_like(x, 0, bits))
 
 
 # --- binary: arithmetic ---

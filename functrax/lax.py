@@ -708,3 +708,4 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                                        axis_index_groups=None, axis_size=size,
                                        tiled=bool(tiled))
     return _tree_map(bind, x)
+from functrax import lax_linalg as linalg  # noqa: E402,F401

@@ -11,8 +11,9 @@ mask aligned at the top left), and key blocks entirely above the diagonal are sk
 ``q (..., Lq, D)``, ``k (..., Lk, D)`` and ``v (..., Lk, Dv)`` (equal leading dims,
 flattened into the batch grid axis) are float16 or float32; ``tl.dot`` runs on the input
 dtype with float32 accumulation (float32 inputs use ``precision``: ``"ieee"`` by default,
-``"tf32"`` as JAX's default on a GPU) and the output has the inputs' dtype. With no keys
-(``Lk == 0``) every output row is NaN (0 / 0), as a softmax over nothing.
+``"tf32"`` as JAX's default on a GPU) and the output has the inputs' dtype (or
+``out_dtype``). With no keys (``Lk == 0``) every output row is NaN (0 / 0), as a softmax over
+nothing.
 """
 from __future__ import annotations
 
@@ -109,9 +110,10 @@ def _check(q, k, v):
 
 def build(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
           scale: float | None = None, block_m: int | None = None, block_n: int | None = None,
-          precision: str = "ieee"):
+          precision: str = "ieee", out_dtype=None):
     """The runtime kernel for ``q``, ``k``, ``v`` of shapes ``(..., Lq, D)``, ``(..., Lk,
-    D)``, ``(..., Lk, Dv)``; ``scale`` defaults to ``1 / sqrt(D)``."""
+    D)``, ``(..., Lk, Dv)``; ``scale`` defaults to ``1 / sqrt(D)``; the output has
+    ``out_dtype`` (float16 or float32; default: the inputs' dtype)."""
     _check(q, k, v)
     lq, d = q.shape[-2:]
     lk, dv = v.shape[-2:]
@@ -125,7 +127,10 @@ def build(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
                   "BLOCK_D": max(16, _launch.next_pow2(d)),
                   "BLOCK_DV": max(16, _launch.next_pow2(dv))}
     grid = (max(1, triton.cdiv(lq, bm)), max(1, batch))
-    out = (q.shape[:-1] + (dv,), q.dtype)
+    out_dtype = np.dtype(q.dtype if out_dtype is None else out_dtype)
+    if out_dtype not in (np.float16, np.float32):
+        raise TypeError(f"attention: out_dtype must be float16 or float32, got {out_dtype}")
+    out = (q.shape[:-1] + (dv,), out_dtype)
     return _launch.make_kernel(attention_kernel, GroupKind.MATMUL, [q, k, v], [out],
                                constexprs, grid, cfg["num_warps"])
 

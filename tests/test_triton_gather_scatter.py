@@ -175,13 +175,11 @@ def test_scatter_set_and_multiply_with_unique_indices():
              arr((3, 3), np.bool_))
 
 
-@pytest.mark.parametrize("case", ["set_dup", "mul_dup", "add_int8", "add_bool", "max_f16"])
+@pytest.mark.parametrize("case", ["mul_f16", "add_int8", "add_bool", "max_f16"])
 def test_unsupported_scatters_fall_back_with_reason(case):
     f, args, why = {
-        "set_dup": (lambda x, i, y: x.at[i].set(y), (X, I_DUP, _upd(np.float32)),
-                    "deterministic"),
-        "mul_dup": (lambda x, i, y: x.at[i].multiply(y), (X, I_DUP, _upd(np.float32)),
-                    "no atomic multiply"),
+        "mul_f16": (lambda x, i, y: x.at[i].multiply(y), (arr((5, 3), np.float16), I_DUP,
+                                                           _upd(np.float16)), "float32"),
         "add_int8": (lambda x, i, y: x.at[i].add(y), (arr((5, 3), np.int8), I_DUP,
                                                        _upd(np.int8)), "no atomic add"),
         "add_bool": (lambda x, i, y: x.at[i].add(y), (arr((5, 3), np.bool_), I_DUP,
@@ -192,6 +190,125 @@ def test_unsupported_scatters_fall_back_with_reason(case):
     prog = run_both(f, *args, fallbacks=1)
     (fb,) = prog.fallbacks
     assert fb.primitives[0].startswith("scatter") and why in fb.reason, fb.reason
+
+
+def _bits_equal(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
+    np.testing.assert_array_equal(got.view(view), want.view(view))
+
+
+def run_exact(f, *args):
+    """f on the Triton backend equals the numpy backend bit for bit, with no fallback."""
+    _bits_equal(jit(f, backend="triton")(*args), jit(f)(*args))
+    prog = run_both(f, *args)
+    return prog
+
+
+def _loop_set(x, i, y):
+    """x.at[i].set(y) for a 1-d index into axis 0, as a Python loop (last write wins)."""
+    out = np.array(x, copy=True)
+    for k, j in enumerate(np.asarray(i)):
+        j = j + out.shape[0] if j < 0 else j
+        if 0 <= j < out.shape[0]:
+            out[j] = np.asarray(y)[k]
+    return out
+
+
+def _loop_mul(x, i, y):
+    """x.at[i].multiply(y) (mode drop) as a Python loop: products in update order."""
+    out = np.array(x, copy=True)
+    for k, j in enumerate(np.asarray(i)):
+        j = j + out.shape[0] if j < 0 else j
+        if 0 <= j < out.shape[0]:
+            out[j] = out[j] * np.asarray(y)[k]
+    return out
+
+
+SET_DTYPES = [np.float32, np.int32, np.bool_, np.float16, np.uint8, np.int64, np.int8] + \
+    ([BF16] if BF16 is not None else [])
+
+
+@pytest.mark.parametrize("dtype", SET_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_scatter_set_duplicates_last_write_wins(dtype):
+    """Duplicate indices (and 7 / -1, which clip onto one row): the update at the highest
+    position wins, as on the numpy backend (and a Python loop)."""
+    x, y = arr((5, 3), dtype), _upd(dtype)
+    prog = run_exact(lambda x, i, y: x.at[i].set(y), x, I_DUP, y)
+    assert [k.source.name.split("_")[-1] for k in prog.kernels[-1].kernels[1:]] == \
+        ["bid", "write"]
+    _bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, I_DUP, y),
+                _loop_set(x, I_DUP, y))
+    for mode in ("clip", "fill", "promise_in_bounds"):
+        run_exact(lambda x, i, y: x.at[i].set(y, mode=mode), x, I_DUP, y)
+
+
+def test_scatter_set_many_collisions_and_index_shapes():
+    rng = np.random.default_rng(3)
+    i = idx(rng.integers(-6, 8, size=40))  # 40 updates onto 6 rows (and out of bounds)
+    x, y = arr((6, 2)), arr((40, 2))
+    run_exact(lambda x, i, y: x.at[i].set(y), x, i, y)
+    _bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, i, y),
+                _loop_set(x, i, y))
+    i2 = idx(rng.integers(0, 4, size=(3, 5)))  # a 2-d batch of indices: row-major order
+    run_exact(lambda x, i, y: x.at[i].set(y), arr((4,)), i2, arr((3, 5)))
+    run_exact(lambda x, i, j, y: x.at[i, j].set(y), arr((3, 4)), idx([0, 2, 0, 2, 1]),
+              idx([1, 3, 1, 3, 9]), arr((5,)))
+    run_exact(lambda x, i, y: x.at[:, i].set(y), arr((2, 4)), idx([3, 1, 3, 3]), arr((2, 4)))
+    run_exact(lambda x, i, y: x.at[i].set(y), X, i, fnp.asarray(np.float32(2.5)))
+
+
+def test_scatter_set_overlapping_windows():
+    """Windows starting at different rows overlap (clip mode): positions order the writes."""
+    from functrax.primitives.gather_scatter import ScatterDimensionNumbers
+    dn = ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=(0,))
+    starts = idx([[0], [1], [5], [2], [0]])  # windows of 3 rows: 5 clips to 3
+    for mode in ("clip", "fill"):
+        run_exact(lambda x, s, u: lax.scatter(x, s, u, dn, mode=mode), arr((6,)), starts,
+                  arr((5, 3)))
+
+
+def test_scatter_set_into_a_scalar_operand():
+    from functrax.primitives.gather_scatter import ScatterDimensionNumbers
+    dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(),
+                                 scatter_dims_to_operand_dims=())
+    s = fnp.asarray(np.zeros((4, 0), np.int32))
+    run_exact(lambda x, s, u: lax.scatter(x, s, u, dn), fnp.asarray(np.float32(1.0)), s,
+              arr((4,)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_, np.uint8, np.int64,
+                                   np.float64], ids=lambda d: np.dtype(d).name)
+def test_scatter_multiply_duplicates_in_update_order(dtype):
+    """Every duplicate is multiplied in, in position order (float products round as the
+    numpy backend's np.multiply.at does); integers wrap."""
+    from functrax.test_util import enable_x64
+    with enable_x64(np.dtype(dtype).itemsize == 8):
+        x = arr((5, 3), dtype, lo=-3, hi=4)
+        y = _upd(dtype) if np.dtype(dtype).kind not in "iu" else arr((6, 3), dtype, -40, 40)
+        if np.dtype(dtype).kind == "f":
+            y = y * 1.7
+        prog = run_exact(lambda x, i, y: x.at[i].multiply(y), x, I_DUP, y)
+        assert prog.kernels[-1].kernels[-1].source.name.endswith("_round")
+        run_exact(lambda x, i, y: x.at[i].multiply(y, mode="clip"), x, I_DUP, y)
+        if np.dtype(dtype) != np.bool_:
+            _bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, I_DUP, y),
+                        _loop_mul(x, I_DUP, y))
+
+
+def test_scatter_multiply_many_rounds():
+    """30 updates of one element (31 rounds) and a spread of others."""
+    rng = np.random.default_rng(4)
+    i = np.concatenate([np.full(30, 2), rng.integers(0, 6, size=20)]).astype(np.int32)
+    rng.shuffle(i)
+    y = (1.0 + 0.3 * rng.normal(size=(50, 2))).astype(np.float32)
+    x = arr((6, 2))
+    run_exact(lambda x, i, y: x.at[i].multiply(y), x, idx(i), fnp.asarray(y))
+    _bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, idx(i),
+                                                                           fnp.asarray(y)),
+                _loop_mul(x, i, y))
 
 
 def test_scatter_scalar_index_and_scalar_operand():

@@ -22,7 +22,7 @@ pytest.importorskip("triton")
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
-from functrax import nn  # noqa: E402
+from functrax import lax, nn  # noqa: E402
 from functrax.lowering.fusion_types import GroupKind  # noqa: E402
 from functrax.lowering.triton import backend as tbackend  # noqa: E402
 from functrax.lowering.triton import cache as tcache  # noqa: E402
@@ -76,17 +76,17 @@ def dense_relu(x, w, b):
     return nn.relu(x @ w + b)
 
 
-def set_rows(x):
-    """A scatter that may write one index twice (no unique_indices): a numpy fallback."""
-    return x.at[fnp.array([0, 2, 0])].set(fnp.array([1.0, 2.0, 3.0]))
+def update_at(x, i):
+    """dynamic_update_slice at a traced start: not lowered to Triton, a numpy fallback."""
+    return lax.dynamic_update_slice(x, fnp.array([1.0, 2.0]), (i,))
 
 
-def scatter_between(x):
-    return set_rows(fnp.exp(x)) * 2.0
+def fallback_between(x, i):
+    return update_at(fnp.exp(x), i) * 2.0
 
 
-def mixed(x, y, w, b):
-    return softmax_rows(fnp.exp(fnp.sin(x) * 2.0) + y), dense_relu(x, w, b), set_rows(y)
+def mixed(x, y, w, b, i):
+    return softmax_rows(fnp.exp(fnp.sin(x) * 2.0) + y), dense_relu(x, w, b), update_at(y, i)
 
 
 def two_parts(x, y):
@@ -112,7 +112,7 @@ def sections(text):
 
 def test_as_text_header_equations_and_source_per_kernel():
     x, y, w, b = normal(4, 8), normal(8), normal(8, 3), normal(3)
-    c = compiled(mixed, x, y, w, b)
+    c = compiled(mixed, x, y, w, b, np.int32(3))
     prog = program_of(c)
     kinds = [s.group.kind for s in prog.steps]
     assert kinds == [GroupKind.REDUCTION, GroupKind.MATMUL, GroupKind.OPAQUE]
@@ -147,10 +147,10 @@ def test_as_text_header_equations_and_source_per_kernel():
             assert f"source ({src.name}_{src.key[:16]}.py):" in sec
         else:
             assert "fallback: numpy (" in lines[0] and "config:" not in sec
-    # the scatter's index and update constants are a, b; x, y, w, b are c, d, e, f in the
-    # printed jaxpr: the reduction group reads x and y with their avals
-    assert "  inputs: c:f32[4,8] d:f32[8]" in kernels[0]
-    assert "  inputs: c:f32[4,8] e:f32[8,3] f:f32[3]" in kernels[1]
+    # the update constant is a; x, y, w, b, i are b, c, d, e, f in the printed jaxpr: the
+    # reduction group reads x and y with their avals
+    assert "  inputs: b:f32[4,8] c:f32[8]" in kernels[0]
+    assert "  inputs: b:f32[4,8] d:f32[8,3] e:f32[3]" in kernels[1]
     # a generated kernel: its whole module; a hand-written one: its @triton.jit functions only
     assert prog.steps[0].kernel.source.text.strip() in kernels[0]
     assert "hand-written kernels.matmul.matmul_kernel" in kernels[1]
@@ -158,8 +158,8 @@ def test_as_text_header_equations_and_source_per_kernel():
     assert "def pick_config(" not in kernels[1] and "__all__" not in kernels[1]
     # fallbacks: listed with their reasons
     fb = prog.fallbacks[0]
-    assert fallbacks.strip() == f"kernel 2 (opaque: scatter): {fb.reason}"
-    assert fb.reason and "scatter" in fb.reason
+    assert fallbacks.strip() == f"kernel 2 (opaque: dynamic_update_slice): {fb.reason}"
+    assert fb.reason and "dynamic_update_slice" in fb.reason
 
 
 def test_as_text_cost_lines_match_cost_analysis():
@@ -230,23 +230,23 @@ def test_cost_of_dense_relu():
 
 def test_cost_per_kernel_around_a_fallback():
     n = 6
-    cost = compiled(scatter_between, normal(n)).cost_analysis()
+    cost = compiled(fallback_between, normal(n), np.int32(2)).cost_analysis()
     ks = cost["kernels"]
     assert [k["kind"] for k in ks] == ["elementwise", "opaque", "elementwise"]
     assert [k["backend"] for k in ks] == ["triton", "numpy", "triton"]
-    assert ks[1]["name"] is None and "scatter" in ks[1]["reason"]
+    assert ks[1]["name"] is None and "dynamic_update_slice" in ks[1]["reason"]
     assert (ks[0]["flops"], ks[0]["transcendentals"]) == (0, n)
     assert (ks[2]["flops"], ks[2]["transcendentals"]) == (n, 0)
-    for k in (ks[0], ks[2]):  # each reads its n-vector and writes one: the scatter between
+    for k in (ks[0], ks[2]):  # each reads its n-vector and writes one: the update between
         assert k["bytes accessed"] == 2 * F32 * n
     _check_totals(cost)
 
 
 @pytest.mark.parametrize("fn, shapes", [(ew_chain, [(3, 4), (4,)]), (softmax_rows, [(4, 8)]),
                                         (dense_relu, [(3, 4), (4, 5), (5,)]),
-                                        (mixed, [(4, 8), (8,), (8, 3), (3,)])])
+                                        (mixed, [(4, 8), (8,), (8, 3), (3,), None])])
 def test_fusion_keeps_flops_and_saves_bytes(fn, shapes):
-    args = [normal(*s) for s in shapes]
+    args = [normal(*s) if s is not None else np.int32(1) for s in shapes]
     unfused = functrax.jit(fn).lower(*args).cost_analysis()
     fused = compiled(fn, *args).cost_analysis()
     assert fused["flops"] == unfused["flops"]

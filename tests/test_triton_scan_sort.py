@@ -177,10 +177,10 @@ def test_sort_matches_numpy_backend(dtype, shape, axis):
     x = _sort_input(dtype, shape, np.random.RandomState(sum(shape)))
     (want,), (got,), prog = _run(lambda a: fnp.sort(a, axis=axis), x)
     _no_fallback(prog)
-    if BF16 is not None and x.dtype == BF16:  # the numpy backend sorts bfloat16 NaNs first
-        order = np.argsort(x.astype(np.float32), axis=axis, kind="stable")
-        want = np.take_along_axis(x, order, axis=axis)
     _bits_equal(got, want)  # NaNs last, -0.0 and 0.0 in their original order (stable)
+    if x.dtype.kind in "fV":  # and both are numpy's stable sort of the widened values
+        order = np.argsort(x.astype(np.float64), axis=axis, kind="stable")
+        _bits_equal(got, np.take_along_axis(x, order, axis=axis))
 
 
 @pytest.mark.parametrize("dtype, shape, axis", SORT_CASES)
@@ -191,8 +191,23 @@ def test_argsort_is_stable_with_ties(dtype, shape, axis):
     # numpy's own stable argsort (NaNs last; -0.0 == 0.0)
     wide = x.astype(np.float64) if x.dtype.kind in "fV" or x.dtype == BF16 else x
     np.testing.assert_array_equal(got, np.argsort(wide, axis=axis, kind="stable"))
-    if x.dtype != BF16:  # the numpy backend sorts bfloat16 NaNs first
-        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
+def test_numpy_backend_sorts_bfloat16_like_float32():
+    """bfloat16 keys (numpy cannot order ml_dtypes values) sort as their float32 values:
+    NaNs last, -0.0 == 0.0 kept in order (stable), eager and under jit, also as a second key."""
+    x = np.array([[1.5, np.nan, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, -2.0, 3.0],
+                  [np.nan, 0.25, -0.0, 0.0, 1e30, -1e-30, 7.0, 7.0, -np.nan, -1.0]], BF16)
+    order = np.argsort(x.astype(np.float32), axis=1, kind="stable")
+    for f in (lambda a: fnp.sort(a, axis=1), jit(lambda a: fnp.sort(a, axis=1))):
+        _bits_equal(np.asarray(f(fnp.asarray(x))),
+                    np.take_along_axis(x, order, axis=1))
+    np.testing.assert_array_equal(np.asarray(fnp.argsort(fnp.asarray(x), axis=1)), order)
+    keys = np.array([[1, 0, 1, 0, 1, 0, 1, 0, 1, 0]] * 2, np.int32)
+    got = np.asarray(fnp.lexsort((fnp.asarray(x), fnp.asarray(keys)), axis=1))
+    np.testing.assert_array_equal(got, np.lexsort((x.astype(np.float32), keys), axis=1))
 
 
 def test_descending_argsort_and_several_operands():
@@ -320,9 +335,7 @@ def test_samplers_are_bit_exact_on_triton(case):
     (want,), (got,), prog = _run(f, random.PRNGKey(seed))
     g = got.reshape(-1)
     if "bits_uint32" in case:
-        # uniform is bit for bit the numpy backend; samplers through log / log1p are within
-        # 2 ulps (the Triton log1p is not the C library's log1pf bit for bit)
-        assert _ulps(got, want).max() <= (0 if case["call"].startswith("uniform") else 2)
+        _bits_equal(got, want)  # float samplers too (log1p / expm1 / erf in float64 on both)
         jax = np.asarray(case["bits_uint32"], np.uint32).view(np.float32)
         assert _ulps(g, jax).max() <= 3
     else:
@@ -337,9 +350,52 @@ def test_normal_under_jit_triton_has_no_fallback():
     key = random.PRNGKey(3)
     (want,), (got,), prog = _run(lambda k: random.normal(k, (64, 33)), key)
     _no_fallback(prog)
-    assert _ulps(got, want).max() <= 2
+    _bits_equal(got, want)
     prims = {e.primitive.name for g in prog.plan.groups for e in g.eqns}
     assert {"threefry2x32", "bitcast_convert_type"} <= prims
+
+
+@pytest.mark.parametrize("name", ["normal", "exponential", "laplace", "gumbel", "logistic",
+                                  "truncated_normal"])
+def test_float_samplers_bit_exact_on_many_draws(name):
+    """2112 draws per sampler (the vectors above hold a few each): bit for bit."""
+    fn = getattr(random, name)
+    f = (lambda k: fn(k, -1.5, 0.5, (64, 33))) if name == "truncated_normal" else \
+        (lambda k: fn(k, (64, 33)))
+    (want,), (got,), prog = _run(f, random.PRNGKey(11))
+    _bits_equal(got, want)
+
+
+def _float32_sweep(n, rng):
+    """float32 values across the range: [-1, 1), tiny, near -1, large, random bit patterns
+    (NaNs and infinities included)."""
+    sign = rng.choice([-1.0, 1.0], n)
+    parts = [rng.uniform(-1, 1, n), sign * 10.0 ** rng.uniform(-45, -1, n),
+             -1 + 10.0 ** rng.uniform(-7.5, -0.3, n), 10.0 ** rng.uniform(0, 38.5, n),
+             sign * rng.uniform(0, 100, n)]
+    bits = rng.randint(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([p.astype(np.float32) for p in parts] + [bits,
+                          np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan], np.float32)])
+
+
+@pytest.mark.parametrize("name", ["log1p", "expm1", "erf"])
+def test_float32_special_functions_bit_exact(name):
+    """log1p / expm1 (the samplers' -log1p(-u), erf_inv's log1p(-x*x)) and erf (truncated
+    normal) compute in float64 and round once on both backends: equal bits everywhere, and
+    equal to the float64 value rounded (so correctly rounded but for rare near-ties)."""
+    x = _float32_sweep(4000, np.random.RandomState(0))
+    if name == "expm1":  # most of the range over/underflows: scale the large values down
+        big = np.abs(x) > 100
+        x[big] = (x[big] * np.float32(1e-36)).astype(np.float32)
+    (want,), (got,), prog = _run(getattr(lax, name), x)
+    _no_fallback(prog)
+    _bits_equal(got, want)
+    ref = {"log1p": np.log1p, "expm1": np.expm1,
+           "erf": np.frompyfunc(__import__("math").erf, 1, 1)}[name]
+    with np.errstate(all="ignore"):
+        exact = np.asarray(ref(x.astype(np.float64)), np.float64).astype(np.float32)
+    _bits_equal(np.where(np.isnan(exact), np.float32(np.nan), got),
+                np.where(np.isnan(exact), np.float32(np.nan), exact))
 
 
 # --- sm_90 ---

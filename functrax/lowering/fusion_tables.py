@@ -57,6 +57,8 @@ UNFUSIBLE = {
     "psum": _COLLECTIVE, "pmax": _COLLECTIVE, "pmin": _COLLECTIVE,
     "ppermute": _COLLECTIVE, "all_gather": _COLLECTIVE, "all_to_all": _COLLECTIVE,
     "reduce_scatter": _COLLECTIVE, "axis_index": _COLLECTIVE,
+    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
+                    "linear algebra decomposition: numpy fallback"),
 }
 
 

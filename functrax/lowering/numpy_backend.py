@@ -48,6 +48,22 @@ for _p, _f in [
     defvectorized(_p, _f)
 
 
+def _via_float64(fn):
+    """``fn`` of a float16/bfloat16/float32 array computed in float64 and rounded once to
+    float32 (then to the input type): numpy's own float32 log1p/expm1 depend on the CPU's
+    SIMD code (several ulps apart); this is (but for rare near-ties) the correctly rounded
+    value on every machine, and what the Triton backend computes."""
+    def rule(x, **_):
+        if x.dtype.kind in "fV" and x.dtype.itemsize <= 4:
+            return fn(x.astype(np.float64)).astype(np.float32).astype(x.dtype)
+        return fn(x)
+    return rule
+
+
+numpy_rules[P.log1p_p] = _via_float64(np.log1p)
+numpy_rules[P.expm1_p] = _via_float64(np.expm1)
+
+
 def _add(x, y):
     return np.logical_or(x, y) if x.dtype == np.bool_ else np.add(x, y)
 
@@ -271,6 +287,8 @@ def _sortable(k):
     """lexsort keys (least significant first) for one sort key: complex sorts by (real, imag)."""
     if k.dtype.kind == "c":
         return [k.imag, k.real]
+    if k.dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): numpy cannot order them;
+        return [k.astype(np.float32)]  # float32 holds each exactly (NaNs last, -0.0 == 0.0)
     return [k]
 
 
@@ -418,3 +436,4 @@ numpy_rules.update({
 
 from functrax.lowering import numpy_gather_scatter  # noqa: F401,E402
 from functrax.lowering import numpy_prng  # noqa: F401,E402
+from functrax.lowering import numpy_linalg  # noqa: F401,E402

@@ -1,7 +1,8 @@
-"""``functrax.numpy.linalg``: norms and the array-API linear-algebra aliases.
+"""``functrax.numpy.linalg``: decompositions, solves, norms and the array-API aliases.
 
-Decompositions (svd, qr, eigh, solve, inv, ...) are not implemented yet; norms that need a
-singular value decomposition raise ``NotImplementedError``.
+Decompositions (cholesky, eigh, svd, qr) bind the ``functrax.lax.linalg`` primitives;
+solve, inv, det and slogdet go through LU with partial pivoting; pinv, matrix_rank, lstsq
+and the 2/-2/nuclear matrix norms through the SVD (see ``linalg_decompositions.py``).
 
 >>> import functrax.numpy as fnp
 >>> fnp.linalg.norm(fnp.array([3.0, 4.0]))
@@ -21,9 +22,16 @@ from functrax.numpy._util import (
 )
 from functrax.numpy.linalg_ops import matrix_transpose, tensordot as _tensordot  # noqa: F401
 from functrax.numpy.linalg_ops import vecdot  # noqa: F401
+from functrax.numpy.linalg_decompositions import (  # noqa: F401
+    EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, eigvalsh, inv, lstsq,
+    matrix_rank, pinv, qr, slogdet, solve, svd, svdvals,
+)
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "outer", "trace", "diagonal",
-           "vecdot", "tensordot", "cross", "matrix_transpose", "multi_dot", "matrix_power"]
+           "vecdot", "tensordot", "cross", "matrix_transpose", "multi_dot", "matrix_power",
+           "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_rank", "pinv", "qr",
+           "slogdet", "solve", "svd", "svdvals", "EighResult", "QRResult", "SlogdetResult",
+           "SVDResult"]
 
 
 def _inexact(fun_name, x):
@@ -82,11 +90,24 @@ def _matrix_norm(x, ord, axis, keepdims):
         return (reductions.max(sums, axis=row, keepdims=keepdims, initial=0) if ord > 0 else
                 reductions.min(sums, axis=row, keepdims=keepdims))
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(
-            f"functrax.numpy.linalg.norm: the matrix norm ord={ord!r} needs the singular value "
-            "decomposition (linalg.svd), which functrax does not implement yet. Use ord='fro', "
-            "1, -1, inf or -inf.")
+        return _svd_norm(x, ord, row, col, keepdims)
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+
+
+def _svd_norm(x, ord, row, col, keepdims):
+    """The 2 (largest singular value), -2 (smallest) or nuclear (sum) matrix norm."""
+    nd = core.get_aval(x).ndim
+    rest = [d for d in range(nd) if d not in (row, col)]
+    s = svdvals(lax.transpose(x, tuple(rest) + (row, col)))
+    if ord == 2:
+        out = reductions.max(s, axis=-1)
+    elif ord == -2:
+        out = reductions.min(s, axis=-1)
+    else:
+        out = reductions.sum(s, axis=-1)
+    if keepdims:
+        out = lax.expand_dims(out, tuple(sorted((row, col))))
+    return out
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -94,8 +115,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
     With ``axis=None`` and ``ord=None`` the 2-norm of the flattened array; otherwise one axis
     gives a vector norm (ord None/2, 1, inf, -inf, 0 or any p) and two axes a matrix norm
-    (ord None/'fro', 1, -1, inf, -inf; 2, -2 and 'nuc' need an SVD and raise
-    NotImplementedError).
+    (ord None/'fro', 1, -1, inf, -inf, and through the SVD 2, -2 and 'nuc').
 
     >>> import functrax.numpy as fnp
     >>> fnp.linalg.norm(fnp.ones((2, 2)), ord=1)
@@ -141,7 +161,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """Matrix norm over the last two axes (ord 'fro', 1, -1, inf, -inf)."""
+    """Matrix norm over the last two axes (ord 'fro', 'nuc', 1, -1, 2, -2, inf, -inf)."""
     x = _inexact("matrix_norm", x)
     if core.get_aval(x).ndim < 2:
         raise ValueError(f"matrix_norm requires an array of at least two dimensions, got shape "
@@ -204,7 +224,8 @@ def multi_dot(arrays, *, precision=None):
 
 
 def matrix_power(a, n):
-    """``a`` (square in its last two axes) to the static non-negative integer power ``n``."""
+    """``a`` (square in its last two axes) to the static integer power ``n`` (negative
+    powers invert ``a`` first)."""
     check_arraylike("matrix_power", a)
     a = asarray_operand(a)
     shape = core.get_aval(a).shape
@@ -214,15 +235,13 @@ def matrix_power(a, n):
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"matrix_power: exponent n must be an integer, got {n!r}") from None
-    if n < 0:
-        raise NotImplementedError("functrax.numpy.linalg.matrix_power: negative powers need a "
-                                  "matrix inverse (linalg.inv), which functrax does not "
-                                  "implement yet")
     if n == 0:
         eye = lax.convert_element_type(ufuncs.equal(
             lax.broadcasted_iota(np.int32, shape, len(shape) - 2),
             lax.broadcasted_iota(np.int32, shape, len(shape) - 1)), core.get_aval(a).dtype)
         return eye
+    if n < 0:
+        a, n = inv(a), -n
     result, base = None, a
     while n:
         if n & 1:

@@ -6,6 +6,15 @@ raw representation: functrax has no typed key dtype). Every sampler equals
 under ``jit``, batches under ``vmap`` (map over a batch of keys) and differentiates (keys
 and random bits have zero tangents).
 
+Beyond JAX's reference vectors, ``gamma``/``loggamma`` and the samplers built on them
+(``beta``, ``dirichlet``, ``chisquare``, ``f``, ``t``, ``generalized_normal``, ``ball``),
+``poisson``, ``binomial``, ``geometric`` and the transform samplers (``cauchy``,
+``lognormal``, ``pareto``, ``weibull_min``, ``rayleigh``, ``maxwell``,
+``double_sided_maxwell``, ``triangular``, ``wald``), ``multivariate_normal`` and
+``orthogonal`` follow JAX's algorithms step for step
+but are tested statistically, not bit for bit. ``gamma`` differentiates in ``a`` by
+implicit reparameterization, as JAX.
+
 >>> import functrax
 >>> from functrax import random
 >>> k1, k2 = random.split(random.PRNGKey(0))
@@ -22,10 +31,21 @@ from functrax.random._distributions import (
     bernoulli, categorical, choice, exponential, gumbel, laplace, logistic, normal,
     permutation, rademacher, randint, shuffle, truncated_normal, uniform,
 )
+from functrax.random._gamma import (
+    ball, beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, t,
+)
+from functrax.random._linalg_samplers import multivariate_normal, orthogonal
+from functrax.random._samplers_more import (
+    binomial, cauchy, double_sided_maxwell, geometric, lognormal, maxwell, pareto, poisson,
+    rayleigh, triangular, wald, weibull_min,
+)
 
 __all__ = [
-    "PRNGKey", "bernoulli", "bits", "categorical", "choice", "clone", "exponential",
-    "fold_in", "gumbel", "key", "key_data", "laplace", "logistic", "normal", "permutation",
-    "rademacher", "randint", "shuffle", "split", "threefry2x32", "threefry_2x32",
-    "truncated_normal", "uniform", "wrap_key_data",
+    "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+    "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f",
+    "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data",
+    "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+    "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh",
+    "shuffle", "split", "t", "threefry2x32", "threefry_2x32", "triangular", "truncated_normal",
+    "uniform", "wald", "weibull_min", "wrap_key_data",
 ]

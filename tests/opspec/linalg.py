@@ -5,7 +5,8 @@ Every name starts with ``linalg_`` (select them with ``-k linalg_``).
 import numpy as np
 
 import functrax.numpy as fnp
-from tests.opspec.spec import F32, I8, I32, OpSpec
+from functrax import lax
+from tests.opspec.spec import F32, I8, I32, OpSpec, uniform
 
 DG = ("dot_general",)
 NUM = (F32, I32)
@@ -167,3 +168,178 @@ SPECS = [
            shapes=(((3, 3),), ((2, 2, 2),)), dtypes=NUM, atol=1e-4, rtol=1e-4,
            kwargs=({"n": 0}, {"n": 1}, {"n": 2}, {"n": 5})),
 ] + [_einsum_spec(s, shapes) for s, shapes in EINSUM_TABLE]
+
+
+# --- decompositions (functrax.lax.linalg primitives, functrax.numpy.linalg) ---
+# Inputs are well conditioned so float32 results and float64 finite differences are stable:
+# singular values / eigenvalues well separated, positive-definite matrices for cholesky.
+
+
+def _orthogonal(rng, batch, n):
+    return np.linalg.qr(rng.standard_normal(tuple(batch) + (n, n)))[0]
+
+
+def _spread_values(k):
+    return 1.0 + 0.75 * np.arange(k)[::-1]
+
+
+def spread(rng, shape, dtype):
+    """Matrices ``Q1 diag(s) Q2`` with singular values 1, 1.75, 2.5, ... (well separated)."""
+    *batch, m, n = shape
+    k = min(m, n)
+    s = np.zeros(tuple(batch) + (m, n))
+    s[..., np.arange(k), np.arange(k)] = _spread_values(k)
+    return (_orthogonal(rng, batch, m) @ s @ _orthogonal(rng, batch, n)).astype(dtype)
+
+
+def low_rank(rng, shape, dtype):
+    """Like ``spread`` with the smallest singular value zero (rank min(m, n) - 1)."""
+    *batch, m, n = shape
+    k = min(m, n)
+    s = np.zeros(tuple(batch) + (m, n))
+    s[..., np.arange(k - 1), np.arange(k - 1)] = _spread_values(k - 1)
+    return (_orthogonal(rng, batch, m) @ s @ _orthogonal(rng, batch, n)).astype(dtype)
+
+
+def symmetric(rng, shape, dtype):
+    """Exactly symmetric matrices with eigenvalues -2, -1.25, ... (well separated)."""
+    *batch, n, _ = shape
+    q = _orthogonal(rng, batch, n)
+    w = -2.0 + 0.75 * np.arange(n)
+    a = (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+    return ((a + np.swapaxes(a, -1, -2)) / 2).astype(dtype)
+
+
+def spd(rng, shape, dtype):
+    """Symmetric positive-definite matrices ``q diag(w) q^T`` with w in [1, 3]."""
+    *batch, n, _ = shape
+    q = _orthogonal(rng, batch, n)
+    w = 1.0 + 2.0 * np.arange(n) / max(n - 1, 1)
+    a = (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+    return ((a + np.swapaxes(a, -1, -2)) / 2).astype(dtype)
+
+
+def triangular(rng, shape, dtype):
+    """Well-conditioned triangular-solve matrices: small entries, a diagonal near +-2."""
+    x = rng.uniform(-0.5, 0.5, size=shape)
+    n = shape[-1]
+    d = np.where(rng.uniform(size=shape[:-1]) < 0.5, -2.0, 2.0)
+    x[..., np.arange(n), np.arange(n)] = d
+    return x.astype(dtype)
+
+
+def _tri_solve_ref(a, b, left_side=False, lower=False, transpose_a=False,
+                   unit_diagonal=False):
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t - np.diag(np.diagonal(t)) + np.eye(t.shape[-1], dtype=t.dtype)
+    if transpose_a:
+        t = t.T
+    if left_side:
+        return np.linalg.solve(t, b)
+    return np.linalg.solve(t.T, b.T).T
+
+
+def _lu_ref(a):
+    """LU with partial pivoting, one matrix at a time, straight from the textbook."""
+    *batch, m, n = a.shape
+    flat = a.reshape(-1, m, n).astype(np.float64)
+    k = min(m, n)
+    lus, pivs, perms = [], [], []
+    for x in flat:
+        x = x.copy()
+        piv, perm = [], list(range(m))
+        for j in range(k):
+            p = j + int(np.argmax(np.abs(x[j:, j])))
+            piv.append(p)
+            x[[j, p]] = x[[p, j]]
+            perm[j], perm[p] = perm[p], perm[j]
+            if x[j, j] != 0:
+                x[j + 1:, j] /= x[j, j]
+            x[j + 1:, j + 1:] -= np.outer(x[j + 1:, j], x[j, j + 1:])
+        lus.append(x)
+        pivs.append(piv)
+        perms.append(perm)
+    return (np.asarray(lus).reshape(a.shape).astype(a.dtype),
+            np.asarray(pivs, np.int32).reshape(*batch, k),
+            np.asarray(perms, np.int32).reshape(*batch, m))
+
+
+def _gauge_eigh(w, v):
+    """Eigenvectors times their first row: independent of each column's sign."""
+    return w, v * v[..., :1, :]
+
+
+def _gauge_svd(u, s, vh):
+    return s, u * u[..., :1, :], vh * vh[..., :, :1]
+
+
+def _lu_fn(a):
+    return lax.linalg.lu(a)
+
+
+LA = dict(atol=1e-4, rtol=1e-4)
+SQUARE = (((3, 3),), ((2, 3, 3),), ((1, 1),))
+RECT = (((3, 3),), ((4, 3),), ((3, 4),), ((2, 4, 3),))
+
+SPECS += [
+    OpSpec("linalg_cholesky", fnp.linalg.cholesky, np.linalg.cholesky, shapes=SQUARE,
+           domain=spd, kwargs=({}, {"upper": True}), primitives=("cholesky",), **LA),
+    OpSpec("linalg_lax_cholesky_lower_triangle",
+           lambda a: lax.linalg.cholesky(a, symmetrize_input=False), np.linalg.cholesky,
+           shapes=(((3, 3),),), domain=spd, **LA),
+    OpSpec("linalg_triangular_solve_left", lax.linalg.triangular_solve, _tri_solve_ref,
+           shapes=(((3, 3), (3, 2)), ((3, 3), (3, 4)), ((1, 1), (1, 1))),
+           domain=(triangular, uniform()), primitives=("triangular_solve",),
+           kwargs=tuple({"left_side": True, "lower": lo, "transpose_a": tr}
+                        for lo in (True, False) for tr in (False, True))
+           + ({"left_side": True, "lower": True, "unit_diagonal": True},), **LA),
+    OpSpec("linalg_triangular_solve_right", lax.linalg.triangular_solve, _tri_solve_ref,
+           shapes=(((3, 3), (2, 3)), ((3, 3), (4, 3))), domain=(triangular, uniform()),
+           kwargs=tuple({"lower": lo, "transpose_a": tr} for lo in (True, False)
+                        for tr in (False, True)) + ({"unit_diagonal": True},), **LA),
+    OpSpec("linalg_lax_lu", _lu_fn, _lu_ref, shapes=RECT + (((2, 3, 3),),), domain=spread,
+           primitives=("lu",), **LA),
+    OpSpec("linalg_qr", fnp.linalg.qr, np.linalg.qr,
+           shapes=(((3, 3),), ((4, 3),), ((2, 4, 3),), ((3, 4),)), domain=spread,
+           primitives=("qr",), **LA),
+    OpSpec("linalg_qr_modes", fnp.linalg.qr, np.linalg.qr, shapes=RECT, domain=spread,
+           kwargs=({"mode": "complete"}, {"mode": "r"}), **LA),
+    OpSpec("linalg_eigh", lambda a, **kw: _gauge_eigh(*fnp.linalg.eigh(a, **kw)),
+           lambda a, **kw: _gauge_eigh(*np.linalg.eigh(a, **kw)), shapes=SQUARE,
+           domain=symmetric, kwargs=({}, {"UPLO": "U"}), primitives=("eigh",), **LA),
+    OpSpec("linalg_eigvalsh", fnp.linalg.eigvalsh, np.linalg.eigvalsh, shapes=SQUARE,
+           domain=symmetric, **LA),
+    OpSpec("linalg_svd", lambda a: _gauge_svd(*fnp.linalg.svd(a, full_matrices=False)),
+           lambda a: _gauge_svd(*np.linalg.svd(a, full_matrices=False)), shapes=RECT,
+           domain=spread, primitives=("svd",), **LA),
+    OpSpec("linalg_svd_full", lambda a: _gauge_svd(*fnp.linalg.svd(a)),
+           lambda a: _gauge_svd(*np.linalg.svd(a)), shapes=RECT, domain=spread, **LA),
+    OpSpec("linalg_svdvals", fnp.linalg.svdvals, np.linalg.svdvals, shapes=RECT,
+           domain=spread, **LA),
+    OpSpec("linalg_solve", fnp.linalg.solve, np.linalg.solve,
+           shapes=(((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 2)),
+                   ((2, 3, 3), (3,)), ((3, 3), (2, 3, 1)), ((2, 1, 3, 3), (4, 3, 2))),
+           domain=(spread, uniform()), **LA),
+    OpSpec("linalg_inv", fnp.linalg.inv, np.linalg.inv, shapes=SQUARE, domain=spread, **LA),
+    OpSpec("linalg_det", fnp.linalg.det, np.linalg.det, shapes=SQUARE + (((4, 4),),),
+           domain=spread, **LA),
+    OpSpec("linalg_slogdet", fnp.linalg.slogdet, np.linalg.slogdet,
+           shapes=SQUARE + (((4, 4),),), domain=spread, **LA),
+    OpSpec("linalg_pinv", fnp.linalg.pinv, np.linalg.pinv, shapes=RECT, domain=spread, **LA),
+    OpSpec("linalg_lstsq", fnp.linalg.lstsq, lambda a, b: np.linalg.lstsq(a, b, rcond=None),
+           shapes=(((5, 3), (5,)), ((5, 3), (5, 2)), ((4, 4), (4, 1))),
+           domain=(spread, uniform()), **LA),
+    OpSpec("linalg_matrix_rank", fnp.linalg.matrix_rank, np.linalg.matrix_rank,
+           shapes=RECT, domain=low_rank),
+    OpSpec("linalg_norm_svd", fnp.linalg.norm, np.linalg.norm,
+           shapes=(((3, 4),), ((2, 3, 3),)), domain=spread,
+           kwargs=({"ord": 2, "axis": (-2, -1)}, {"ord": -2, "axis": (-2, -1)},
+                   {"ord": "nuc", "axis": (-2, -1)}, {"ord": 2, "axis": (-1, -2),
+                                                      "keepdims": True}), **LA),
+    OpSpec("linalg_matrix_norm_svd", fnp.linalg.matrix_norm, np.linalg.matrix_norm,
+           shapes=(((3, 4),),), domain=spread, kwargs=({"ord": "nuc"}, {"ord": -2}), **LA),
+    OpSpec("linalg_matrix_power_negative", fnp.linalg.matrix_power, np.linalg.matrix_power,
+           shapes=(((3, 3),), ((2, 2, 2),)), domain=spread, kwargs=({"n": -1}, {"n": -3}),
+           atol=1e-3, rtol=1e-3),
+]

@@ -9,7 +9,8 @@
 - MATMUL groups become one generated ``tl.dot`` kernel each (``matmul_groups``: transposes
   as strides, batch dims as a grid axis, the fused elementwise epilogue and side reductions);
 - a group matching a hand-written kernel of ``kernels/`` named in
-  ``KernelConfig.hand_written`` (by default a dense layer ``relu?(x @ w + b?)``; also softmax
+  ``KernelConfig.hand_written`` (by default a dense layer ``relu?(x @ w + b?)`` and
+  attention, rewritten to one ``fused_attention`` equation before planning; also softmax
   and layernorm on the GPU config) runs that kernel instead (``patterns.PATTERNS``);
 - an OPAQUE control-flow group (cond/switch, while/fori_loop, scan) whose primitive has a
   rule in ``control_flow.step_rules`` is a ``ControlFlowStep``: the host drives it, each
@@ -202,6 +203,11 @@ def _step(index: int, group: FusionGroup, kernel_config, cache) -> Step:
             STATS["kernels"] += 1
             return Step(group, kernel=kernel, fn=fn)
     else:
+        from functrax.lowering.triton.patterns import build_pattern
+        hand = build_pattern(group, kernel_config)  # fused_attention (patterns.py)
+        if hand is not None:
+            STATS["kernels"] += 1
+            return Step(group, kernel=hand[1], fn=hand[2])
         from functrax.lowering.triton.control_flow import control_flow_step
         step = control_flow_step(group, kernel_config, cache)  # control_flow.step_rules
         if step is not None:
@@ -243,6 +249,8 @@ def compile_triton(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConf
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"compile_triton: expected a ClosedJaxpr (e.g. functrax.jit(f)"
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
+    from functrax.lowering.triton.patterns import rewrite_patterns
+    closed = rewrite_patterns(closed, kernel_config)  # attention: one fused_attention eqn
     plan = plan_fusion(closed, fusion_config)
     steps = [_step(i, g, kernel_config, cache) for i, g in enumerate(plan.groups)]
     STATS["programs"] += 1

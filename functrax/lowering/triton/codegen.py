@@ -64,8 +64,10 @@ class KernelConfig:
         says; ``INTERPRETER_CONFIG`` says ``"ieee"`` and ``GPU_CONFIG`` ``"tf32"``.
       hand_written: the names of the ``patterns.PATTERNS`` whose groups run their
         hand-written kernel of ``kernels/`` instead of a generated one: ``"dense"``
-        (``relu?(x @ w + b?)``, kernels/matmul.py), ``"softmax"``, ``"layernorm"``. The
-        interpreter's default takes only ``"dense"``; ``GPU_CONFIG`` takes all three.
+        (``relu?(x @ w + b?)``, kernels/matmul.py), ``"softmax"``, ``"layernorm"``,
+        ``"attention"`` (``softmax(q @ k^T * scale [causal mask]) @ v`` rewritten to one
+        equation before planning, kernels/attention.py). The interpreter's default takes
+        ``"dense"`` and ``"attention"``; ``GPU_CONFIG`` takes all four.
     """
 
     max_block: int = 4096
@@ -73,7 +75,7 @@ class KernelConfig:
     max_tile: int = 16384
     num_warps: int = 4
     dot_precision: str = "ieee"
-    hand_written: tuple = ("dense",)
+    hand_written: tuple = ("dense", "attention")
 
 
 # The interpreter pays per operation per program: big blocks, few programs.
@@ -81,7 +83,7 @@ INTERPRETER_CONFIG = KernelConfig()
 # Register-sized tiles for a GPU (one program per 1024 elements or a few rows).
 GPU_CONFIG = KernelConfig(max_block=1024, max_block_r=4096, max_tile=4096, num_warps=4,
                           dot_precision="tf32",
-                          hand_written=("dense", "softmax", "layernorm"))
+                          hand_written=("dense", "softmax", "layernorm", "attention"))
 BLOCK_CANDIDATES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # What the GPU autotuner times per kernel kind (``functrax.lowering.triton.autotune``): block
 # caps and warps around GPU_CONFIG; the first entry is used when tuning is skipped.

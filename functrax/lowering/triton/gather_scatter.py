@@ -16,10 +16,24 @@ it runs as two generated kernels:
      float32/float64). Triton orders floats by their sign and integer bits, so a NaN update is
      first given the sign that makes it win (positive for max, negative for min) and the copy
      does the same to NaNs of the operand: NaN propagates as in XLA (its sign bit may differ);
-   - ``scatter`` (replace) and ``scatter-mul``: no atomic gives a deterministic result with
-     duplicate indices (Triton has no atomic multiply; JAX's GPU scatter with duplicates picks
-     an arbitrary update). They are lowered only with ``unique_indices=True`` (a plain store,
-     or load-multiply-store), else they stay a numpy fallback with that reason.
+   - ``scatter`` (replace) and ``scatter-mul`` with ``unique_indices=True``: a plain store, or
+     load-multiply-store (no other program touches the element).
+
+   Without ``unique_indices`` they are deterministic and match the numpy backend, which
+   applies the updates in order of their *position* (the row-major index of the update's
+   scatter (batch) coordinates: ``out[idx] = upd`` keeps the last, ``np.multiply.at``
+   multiplies in that order). Two updates of one element always differ in position. With an
+   int32 scratch per operand element (made by the copy kernel):
+
+   - ``scatter``: a *bid* pass, ``tl.atomic_max(scratch[target], position)``, then a *write*
+     pass in which only the update whose position won stores (last write wins);
+   - ``scatter-mul``: rounds of one kernel, launched until no update is left: the pending
+     update whose position is the smallest for its element (the winner of the previous
+     round's ``tl.atomic_min`` bids) multiplies it in and records its position (updates at
+     or below it are done); the others bid again for the next round (two bid buffers,
+     alternating) and count themselves into a counter the host reads. Rounds = the largest
+     number of updates of one element + 1; the products are those of the numpy backend, bit
+     for bit.
 
 Unsupported cases raise ``UnsupportedError`` with the reason (the backend falls back to the
 numpy rule): 8/16-bit integer and bool atomics, bfloat16 atomics (Triton's interpreter has
@@ -33,7 +47,7 @@ import re
 import numpy as np
 
 from functrax import primitives as P
-from functrax.core import Literal
+from functrax.core import Literal, ShapedArray
 from functrax.lowering.fusion_types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.codegen import INTERPRETER_CONFIG, KernelConfig, KernelSource, \
@@ -66,15 +80,36 @@ def scatter_unsupported(eqn) -> str | None:
         if dt.name not in _ATOMIC_DTYPES[kind]:
             return (f"'{eqn.primitive}' of {dt.name}: Triton has no atomic {kind} for it "
                     f"(supported: {', '.join(_ATOMIC_DTYPES[kind])})")
-    elif not eqn.params.get("unique_indices", False):
-        what = "no atomic multiply" if kind == "mul" else "concurrent stores to one index"
-        return (f"'{eqn.primitive}' without unique_indices=True: {what} gives no "
-                "deterministic result for duplicate indices")
     elif kind == "mul" and rules.reg_dtype(dt) != rules.tl_dtype(dt):
         return f"'{eqn.primitive}' of {dt.name} (computed in float32: one rounding differs)"
     if np.dtype(indices.aval.dtype).itemsize > 8:
         return f"indices of dtype {indices.aval.dtype}"
+    if _ordered(eqn) and (math.prod(indices.aval.shape[:-1]) >= 2 ** 31 - 1 or
+                          operand.aval.size >= 2 ** 31):
+        return (f"'{eqn.primitive}' without unique_indices=True of more than 2**31 - 2 "
+                "updates or operand elements (positions are int32)")
     return None
+
+
+def _ordered(eqn) -> bool:
+    """Whether the scatter applies its updates in position order (set / mul, duplicates)."""
+    return SCATTER_KINDS[eqn.primitive] in ("set", "mul") and \
+        not eqn.params.get("unique_indices", False)
+
+
+_SCRATCH = {"set": (-1,), "mul": (2 ** 31 - 1, 2 ** 31 - 1, -1)}  # fill of each int32 scratch
+
+
+def _scratch_avals(eqn) -> tuple:
+    """The int32 buffers the copy kernel fills for an ordered scatter: one per operand element
+    (set: the bids; mul: two bid buffers and the last applied position), then (mul) the two
+    round counters."""
+    if not _ordered(eqn):
+        return ()
+    kind = SCATTER_KINDS[eqn.primitive]
+    n = max(eqn.invars[0].aval.size, 1)
+    avals = tuple(ShapedArray((n,), np.int32) for _ in _SCRATCH[kind])
+    return avals + ((ShapedArray((1,), np.int32),) * 2 if kind == "mul" else ())
 
 
 class _Text:
@@ -145,13 +180,20 @@ def _copy_source(eqn, config) -> KernelSource:
     if kind in ("max", "min") and rules.dtype_class(aval.dtype) == rules.F:
         t(f"v = {_nan_fix(kind, 'v')}")
     t("tl.store(out0 + offs, v, mask=mask)")
-    name = f"scatter_copy_{np.dtype(aval.dtype).name}"
-    return _source(name, t.lines, f"operand copy of {eqn.primitive}", (aval,), (aval,), block,
-                   (max(1, -(-n // block)),), config)
+    scratch = _scratch_avals(eqn)
+    for j, fill in enumerate(_SCRATCH[kind] if scratch else (), start=1):
+        t(f"tl.store(out{j} + offs, tl.full([BLOCK], {fill}, tl.int32), mask=mask)")
+    for j in range(len(_SCRATCH[kind]) + 1, len(scratch) + 1) if scratch else ():
+        t(f"tl.store(out{j} + offs, tl.zeros([BLOCK], tl.int32), mask=offs < 1)")
+    name = f"scatter_copy_{np.dtype(aval.dtype).name}" + (f"_{kind}" if scratch else "")
+    return _source(name, t.lines, f"operand copy of {eqn.primitive}", (aval,),
+                   (aval,) + scratch, block, (max(1, -(-n // block)),), config)
 
 
-def _scatter_source(eqn, config) -> KernelSource:
-    """The update kernel: inputs (indices, updates), output the copied operand (in place)."""
+def _scatter_source(eqn, config, phase: str = "") -> KernelSource:
+    """An update kernel: inputs (indices, updates), outputs the copied operand and the scratch
+    buffers (in place). ``phase``: "" (one pass), "bid" / "write" (ordered set), "round"
+    (ordered mul)."""
     kind = SCATTER_KINDS[eqn.primitive]
     operand, indices, updates = (v.aval for v in eqn.invars)
     p = eqn.params
@@ -195,20 +237,46 @@ def _scatter_source(eqn, config) -> KernelSource:
         op_ix[d] = f"c{k}" if op_ix[d] == "0" else f"(c{k} + {op_ix[d]})"
     t(f"addr = {_block(_linear(op_ix, row_major_strides(operand.shape)))}")
     t(f"ok = {' & '.join(ok)}")
+    times = "&" if rules.dtype_class(operand.dtype) == rules.B else "*"
+    if phase:  # the update's position: row-major over the scatter (batch) coordinates
+        t(f"pos = {_block(_linear(batch, row_major_strides(indices.shape[:-1])))}")
     if kind in ("add", "max", "min"):
         t(f"tl.atomic_{kind}(out0 + addr, u, mask=ok, sem='relaxed')")
+    elif phase == "bid":
+        t("tl.atomic_max(out1 + addr, pos, mask=ok, sem='relaxed')")
+    elif phase == "write":
+        t("won = tl.load(out1 + addr, mask=ok, other=-1)")
+        t("tl.store(out0 + addr, u, mask=ok & (won == pos))")
+    elif phase == "round":  # out1: this round's bids, out2: the next's, out3: last applied
+        t("pend = ok & (pos > tl.load(out3 + addr, mask=ok, other=2147483647))")
+        t("bid = tl.load(out1 + addr, mask=pend, other=-1)")
+        t("win = pend & (bid == pos)")
+        t("old = tl.load(out0 + addr, mask=win)")
+        t(f"tl.store(out0 + addr, old {times} u, mask=win)")
+        t("tl.store(out1 + addr, tl.full([BLOCK], 2147483647, tl.int32), mask=win)")
+        t("tl.store(out3 + addr, pos, mask=win)")
+        t("rest = pend & (bid != pos)")
+        t("tl.atomic_min(out2 + addr, pos, mask=rest, sem='relaxed')")
+        t("tl.atomic_add(out4, tl.sum(rest.to(tl.int32), axis=0), sem='relaxed')")
+        t("tl.store(out5 + offs, tl.zeros([BLOCK], tl.int32), mask=offs < 1)")
     elif kind == "mul":  # unique indices: no other program touches this element
         t("old = tl.load(out0 + addr, mask=ok)")
-        t("tl.store(out0 + addr, old * u, mask=ok)")
+        t(f"tl.store(out0 + addr, old {times} u, mask=ok)")
     else:
         t("tl.store(out0 + addr, u, mask=ok)")
-    name = f"{str(eqn.primitive).replace('-', '_')}_{np.dtype(operand.dtype).name}"
+    name = f"{str(eqn.primitive).replace('-', '_')}_{np.dtype(operand.dtype).name}" + \
+        (f"_{phase}" if phase else "")
     return _source(name, t.lines, f"{eqn.primitive} {dn}, mode={mode.name}",
-                   (indices, updates), (operand,), block, (max(1, -(-n // block)),), config)
+                   (indices, updates), (operand,) + _scratch_avals(eqn), block,
+                   (max(1, -(-n // block)),), config)
+
+
+_PHASES = {"set": ("bid", "write"), "mul": ("round",)}
 
 
 def generate_scatter(eqn, config: KernelConfig | None = None) -> tuple:
-    """``(copy source, update source)`` of a scatter equation.
+    """``(copy source, update source, ...)`` of a scatter equation (ordered set: a bid and a
+    write source; ordered mul: one round source, launched repeatedly).
 
     Raises:
       UnsupportedError: for the cases ``scatter_unsupported`` names.
@@ -217,7 +285,9 @@ def generate_scatter(eqn, config: KernelConfig | None = None) -> tuple:
     if reason is not None:
         raise UnsupportedError(reason)
     config = config or INTERPRETER_CONFIG
-    return _copy_source(eqn, config), _scatter_source(eqn, config)
+    phases = _PHASES[SCATTER_KINDS[eqn.primitive]] if _ordered(eqn) else ("",)
+    return (_copy_source(eqn, config),) + tuple(_scatter_source(eqn, config, p)
+                                                for p in phases)
 
 
 def _host(x) -> np.ndarray:
@@ -227,29 +297,31 @@ def _host(x) -> np.ndarray:
 
 
 class ScatterKernel:
-    """``(operand, indices, updates) -> [result]``: the copy kernel, then the update kernel
-    writing into the copy (on numpy buffers through the interpreter, or on GPU buffers).
+    """``(operand, indices, updates) -> [result]``: the copy kernel, then the update kernels
+    writing into the copy, in order (on numpy buffers through the interpreter, or on GPU
+    buffers); a ``round`` kernel (ordered scatter-mul) is launched until no update is left.
 
     Attributes:
-      copy, update: the two ``runtime.TritonKernel`` s; ``source`` is the update kernel's.
+      copy: the copy ``runtime.TritonKernel``; updates: the update kernels; update: the last,
+      whose ``source`` and ``fn`` are this kernel's.
     """
 
-    def __init__(self, copy, update):
-        self.copy, self.update = copy, update
-        self.source, self.fn = update.source, update.fn
+    def __init__(self, copy, *updates):
+        self.copy, self.updates, self.update = copy, updates, updates[-1]
+        self.source, self.fn = self.update.source, self.update.fn
 
     @property
     def kernels(self) -> tuple:
-        return (self.copy, self.update)
+        return (self.copy,) + self.updates
 
     def __call__(self, operand, indices, updates) -> list:
         from functrax.lowering.triton import runtime
-        (out,) = self.copy(operand)
+        outs = list(self.copy(operand))
         src = self.update.source
         if src.in_avals[1].size == 0 or src.out_avals[0].size == 0:
-            return [out]
+            return outs[:1]
         if runtime.gpu_active():
-            dev = getattr(out, "device_id", 0)
+            dev = getattr(outs[0], "device_id", 0)
             ins = [runtime._to_device(x, dev) for x in (indices, updates)]
         else:
             ins = [_host(x) for x in (indices, updates)]
@@ -257,11 +329,20 @@ class ScatterKernel:
             if tuple(x.shape) != a.shape or x.dtype != a.dtype:
                 raise TypeError(f"Triton kernel '{src.name}': expected {a.str_short()}, got "
                                 f"{x.dtype.name}{list(x.shape)}")
-        runtime.launch(self.update, ins, [out])
-        return [out]
+        for kernel in self.updates:
+            if not kernel.source.name.endswith("_round"):
+                runtime.launch(kernel, ins, outs)
+                continue
+            for _ in range(src.in_avals[1].size + 1):  # rounds: at most one per update, + 1
+                runtime.launch(kernel, ins, outs)
+                if int(np.asarray(outs[4]).reshape(-1)[0]) == 0:  # no update left
+                    break
+                outs[1], outs[2], outs[4], outs[5] = outs[2], outs[1], outs[5], outs[4]
+        return outs[:1]
 
     def __repr__(self):
-        return f"ScatterKernel({self.copy.source.name}, {self.update.source.name})"
+        names = ", ".join(k.source.name for k in self.kernels)
+        return f"ScatterKernel({names})"
 
 
 def build_scatter(group: FusionGroup, config: KernelConfig | None = None, cache=None):

@@ -1,8 +1,8 @@
 """Fusion groups that run a hand-written kernel of ``kernels/``: a table of pattern -> kernel.
 
 :func:`build_pattern` looks a group up in :data:`PATTERNS` (the rows named by
-``KernelConfig.hand_written``: ``("dense",)`` by default, all three in ``codegen.GPU_CONFIG``)
-before the code generator sees it:
+``KernelConfig.hand_written``: ``("dense", "attention")`` by default, all four in
+``codegen.GPU_CONFIG``) before the code generator sees it:
 
 ============  ===========  ====================================================================
 pattern       group kind   kernel
@@ -11,6 +11,10 @@ dense         MATMUL       ``kernels/matmul.py``: ``relu?(x @ w + b?)``, 2-D row
 softmax       REDUCTION    ``kernels/softmax.py``: softmax of ``x`` over its last axis
 layernorm     REDUCTION    ``kernels/layernorm.py``: ``(x - mean) / sqrt(var + eps)`` over the
                            last axis (two-pass variance), optionally ``* w + b``
+attention     OPAQUE       ``kernels/attention.py``: one ``fused_attention`` equation, made by
+                           :func:`rewrite_patterns` before planning from
+                           ``softmax(q @ k^T * scale [causal mask]) @ v``, which spans three
+                           groups otherwise (``functrax/lowering/fusion_attention.py``)
 ============  ===========  ====================================================================
 
 A REDUCTION pattern is a reference function (:data:`TEMPLATES`) traced at the group's shape
@@ -34,25 +38,16 @@ import math
 
 import numpy as np
 
-from functrax.core import Literal
 from functrax.lowering.fusion_types import FusionGroup, GroupKind
+from functrax.lowering.pattern_terms import (
+    EPS_SENTINEL, canonical_term, softmax_template, template_term, unify,
+)
 from functrax.lowering.triton.codegen import INTERPRETER_CONFIG, KernelConfig
 
-__all__ = ["Pattern", "PATTERNS", "TEMPLATES", "build_pattern", "match_template",
-           "canonical_term"]
-
-EPS_SENTINEL = 1.2345678e-05  # the template's eps: matches any float literal
-
+__all__ = ["Pattern", "PATTERNS", "TEMPLATES", "build_pattern", "rewrite_patterns",
+           "match_template", "canonical_term"]
 
 # --- reference functions (traced at the group's avals) ---
-
-
-def _softmax(x):
-    import functrax.numpy as fnp
-    from functrax import lax
-    m = fnp.max(x, axis=-1, keepdims=True)
-    e = fnp.exp(x - lax.stop_gradient(m))
-    return e / fnp.sum(e, axis=-1, keepdims=True)
 
 
 def _normalized(x, rsqrt):
@@ -89,139 +84,12 @@ def _layernorm_variants():
 
 # name -> [(variant, fn, affine)]: fn(x[, w, b]) with x (..., N), w and b (N,)
 TEMPLATES = {
-    "softmax": [("softmax", _softmax, False)],
+    "softmax": [("softmax", softmax_template, False)],
     "layernorm": _layernorm_variants(),
 }
 
 
-# --- canonical terms ---
-
-_TRANSPARENT = {"stop_gradient", "copy", "expand_dims", "squeeze", "reshape"}
-_COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "eq", "ne"}
-
-
-def _nontrivial(shape):
-    return tuple(n for n in shape if n != 1)
-
-
-def _params_key(eqn):
-    p = dict(eqn.params)
-    if "axes" in p:
-        nd = max(eqn.invars[0].aval.ndim, 1)
-        p["axes"] = tuple(sorted(a % nd for a in p["axes"]))
-    items = []
-    for k in sorted(p):
-        v = p[k]
-        try:
-            hash(v)
-        except TypeError:
-            v = repr(v)
-        items.append((k, v))
-    return tuple(items)
-
-
-def canonical_term(group_or_eqns, outvar, inputs):
-    """The canonical term of ``outvar`` computed by ``eqns`` from ``inputs`` (see the module
-    docstring): nested tuples ``(primitive, params, *operands)``, ``("in", position)`` and
-    ``("lit", value, dtype)``. None when a value has no producer."""
-    eqns = group_or_eqns.eqns if isinstance(group_or_eqns, FusionGroup) else group_or_eqns
-    producer = {v: e for e in eqns for v in e.outvars}
-    pos = {v: i for i, v in enumerate(inputs)}
-    memo = {}
-
-    def term(v):
-        if type(v) is Literal:
-            return ("lit", float(np.asarray(v.val)), str(v.aval.dtype))
-        if v in pos:
-            return ("in", pos[v])
-        if v in memo:
-            return memo[v]
-        e = producer.get(v)
-        if e is None:
-            raise KeyError(v)
-        name, x = e.primitive.name, e.invars[0] if e.invars else None
-        out_shape = e.outvars[0].aval.shape
-        if name in _TRANSPARENT and _nontrivial(x.aval.shape) == _nontrivial(out_shape) and (
-                name != "reshape" or e.params.get("dimensions") is None):
-            t = term(x)
-        elif name == "broadcast_in_dim" and _row_broadcast(e):
-            t = term(x)
-        elif name == "max" and any(type(u) is Literal and np.isneginf(u.val) for u in e.invars):
-            t = term(next(u for u in e.invars if type(u) is not Literal))
-        else:
-            args = [term(u) for u in e.invars]
-            if name in _COMMUTATIVE:
-                args = sorted(args, key=repr)
-            t = (name, _params_key(e), *args)
-        memo[v] = t
-        return t
-
-    try:
-        return term(outvar)
-    except KeyError:
-        return None
-
-
-def _row_broadcast(eqn) -> bool:
-    """A broadcast of a row result (trailing size-1 dim) back along the last axis."""
-    x, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
-    dims = eqn.params["broadcast_dimensions"]
-    if not out or len(x) != len(out) or tuple(dims) != tuple(range(len(out))):
-        return False
-    return x[:-1] == out[:-1] and x[-1] == 1
-
-
-def _unify(t, g, binding) -> bool:
-    """``t`` (template term) equals ``g`` (group term) under ``binding`` (template input ->
-    group input), extended in place."""
-    if t[0] == "in":
-        if g[0] != "in":
-            return False
-        prev = binding.get(t[1])
-        if prev is None:
-            if g[1] in binding.values():
-                return False
-            binding[t[1]] = g[1]
-            return True
-        return prev == g[1]
-    if t[0] == "lit":
-        if g[0] != "lit" or g[2] != t[2]:
-            return False
-        if np.asarray(t[1]).astype(t[2]) == np.asarray(EPS_SENTINEL).astype(t[2]):
-            binding.setdefault("eps", g[1])
-            return binding["eps"] == g[1]
-        return t[1] == g[1]
-    if g[0] != t[0] or g[1] != t[1] or len(g) != len(t):
-        return False
-    orders = [t[2:]]
-    if t[0] in _COMMUTATIVE and len(t) == 4:
-        orders.append((t[3], t[2]))
-    for order in orders:
-        trial = dict(binding)
-        if all(_unify(a, b, trial) for a, b in zip(order, g[2:])):
-            binding.clear()
-            binding.update(trial)
-            return True
-    return False
-
-
-_TEMPLATE_TERMS: dict = {}
-
-
-def _template_term(fn, avals):
-    key = (fn, tuple((a.shape, str(a.dtype)) for a in avals))
-    if key not in _TEMPLATE_TERMS:
-        from functrax.passes.pipeline import optimize
-        from functrax.tracing import make_jaxpr
-        args = [np.zeros(a.shape, a.dtype) for a in avals]
-        closed = optimize(make_jaxpr(fn)(*args))
-        j = closed.jaxpr
-        term = None
-        if len(j.outvars) == 1 and not j.constvars:
-            term = canonical_term(j.eqns, j.outvars[0], j.invars)
-        _TEMPLATE_TERMS[key] = term
-    return _TEMPLATE_TERMS[key]
-
+# --- matching a REDUCTION group (canonical terms: functrax/lowering/pattern_terms.py) ---
 
 def match_template(group: FusionGroup, name: str):
     """``(variant, {template input: group input position, "eps": value})`` when the
@@ -242,9 +110,9 @@ def match_template(group: FusionGroup, name: str):
     for variant, fn, affine in TEMPLATES[name]:
         if len(group.inputs) != (3 if affine else 1):
             continue
-        tterm = _template_term(fn, [x.aval, vec, vec] if affine else [x.aval])
+        tterm = template_term(fn, [x.aval, vec, vec] if affine else [x.aval])
         binding = {}
-        if tterm is not None and _unify(tterm, gterm, binding):
+        if tterm is not None and unify(tterm, gterm, binding):
             if affine and any(group.inputs[binding[i]].aval != vec for i in (1, 2)):
                 continue
             return variant, binding
@@ -354,23 +222,76 @@ def _build_dense(group, match, config):
     return build_dense(group, match, config)
 
 
+def _attention_fits(match) -> bool:
+    """The kernel takes the match (head dims fit its register tiles)."""
+    from kernels import attention as kattention
+    (_, d), (_, dv) = (s[-2:] for s in match.shapes()[::2])
+    try:
+        kattention.pick_config(max(d, dv))
+    except ValueError:
+        return False
+    return True
+
+
+def _match_attention(group):
+    from functrax.lowering.fusion_attention import attention_p
+    if len(group.eqns) == 1 and group.eqns[0].primitive is attention_p:
+        return group.eqns[0]
+    return None
+
+
+def _build_attention(group, eqn, config):
+    from functrax.lowering.triton.matmul_groups import dot_precision
+    from kernels import attention as kattention
+    ops = [np.empty(x.aval.shape, x.aval.dtype) for x in eqn.invars]
+    p = eqn.params
+    kernel = kattention.build(*ops, causal=p["causal"], scale=p["scale"],
+                              precision=dot_precision(eqn, config), out_dtype=p["out_dtype"])
+    pos = [group.inputs.index(x) for x in eqn.invars]
+    if pos == list(range(len(group.inputs))):
+        return kernel, None
+
+    def fn(*vals):  # q, k and v from the group's (deduplicated) inputs
+        return kernel(*(vals[i] for i in pos))
+
+    return kernel, fn
+
+
 PATTERNS = (
     Pattern("dense", GroupKind.MATMUL, _match_dense, _build_dense),
     Pattern("softmax", GroupKind.REDUCTION, _match_softmax, _build_softmax),
     Pattern("layernorm", GroupKind.REDUCTION, _match_layernorm, _build_layernorm),
+    Pattern("attention", GroupKind.OPAQUE, _match_attention, _build_attention),
 )
 
 _NAMES = frozenset(p.name for p in PATTERNS)
+
+
+def _enabled(config: KernelConfig) -> tuple:
+    enabled = config.hand_written
+    if isinstance(enabled, str) or not all(p in _NAMES for p in enabled):
+        raise ValueError(f"KernelConfig.hand_written must be a tuple of pattern names from "
+                         f"{sorted(_NAMES)}, got {enabled!r}")
+    return enabled
+
+
+def rewrite_patterns(closed, config: KernelConfig | None = None):
+    """``closed`` with the multi-group patterns named in ``config.hand_written`` rewritten
+    before planning: ``"attention"`` makes each attention subgraph the kernel takes one
+    ``fused_attention`` equation (``functrax.lowering.fusion_attention``), so one OPAQUE
+    group. Returns ``closed`` itself when nothing changes."""
+    config = config or INTERPRETER_CONFIG
+    if "attention" not in _enabled(config):
+        return closed
+    from functrax.lowering.fusion_attention import rewrite_attention
+    return rewrite_attention(closed, accept=_attention_fits)
 
 
 def build_pattern(group: FusionGroup, config: KernelConfig | None = None):
     """``(pattern name, kernel, step fn)`` for the first row of :data:`PATTERNS` named in
     ``config.hand_written`` that matches ``group``; None otherwise (generate a kernel)."""
     config = config or INTERPRETER_CONFIG
-    enabled = config.hand_written
-    if isinstance(enabled, str) or not all(p in _NAMES for p in enabled):
-        raise ValueError(f"KernelConfig.hand_written must be a tuple of pattern names from "
-                         f"{sorted(_NAMES)}, got {enabled!r}")
+    enabled = _enabled(config)
     for pattern in PATTERNS:
         if pattern.name in enabled and pattern.kind is group.kind:
             match = pattern.match(group)

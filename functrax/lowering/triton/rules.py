@@ -446,10 +446,22 @@ _def(P.is_finite_p, "tl.abs({0}) < {inf}")
 _def(P.exp_p, "tl.exp({0})")
 _def(P.exp2_p, "tl.exp2({0})")
 _def(P.log_p, "tl.log({0})")
-_s = _Steps()
-_def(P.log1p_p, _s.result(_log1p(_s, "{0}")))
-_s = _Steps()
-_def(P.expm1_p, _s.result(_expm1(_s, "{0}")))
+
+
+def _in_float64(core):
+    """``core`` (a ``(steps, x) -> result`` building block) applied in float64 to the operand,
+    the result rounded once to the output's type. For float32 (and float16/bfloat16, via
+    float32 as the numpy backend rounds them) the float64 value is within a float64 ulp or two
+    of the exact one, so the rounded result is the correctly rounded one except in the rare
+    near-tie cases, and it agrees with the numpy backend, which computes log1p / expm1 of
+    these types in float64 too (libdevice's float64 log/exp on the GPU, numpy's in the
+    interpreter). Float64 operands compute as before."""
+    s = _Steps()
+    return s.result(f"{core(s, s.let('{0}.to(tl.float64)'))}.to({{R}})")
+
+
+_def(P.log1p_p, _in_float64(_log1p))
+_def(P.expm1_p, _in_float64(_expm1))
 _def(P.tanh_p, _tanh())
 _def(P.logistic_p, "1.0 / (1.0 + tl.exp(-{0}))")
 _def(P.sqrt_p, "tl.sqrt_rn({0})")
@@ -467,7 +479,7 @@ _def(P.cosh_p, _cosh())
 _def(P.asinh_p, _asinh())
 _def(P.acosh_p, _acosh())
 _def(P.atanh_p, _atanh())
-_def(P.erf_p, "tl.erf({0})")
+_def(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
 _def(P.erfc_p, "1.0 - tl.erf({0})")
 _def(P.square_p, "{0} * {0}")
 _def(P.not_p, "~{0}", SI, U)

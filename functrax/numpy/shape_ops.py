@@ -619,8 +619,9 @@ def rot90(m, k=1, axes=(0, 1)):
 # --- padding ---
 
 _PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(), "empty": set(),
-               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
-_PAD_UNSUPPORTED = ("linear_ramp", "maximum", "mean", "median", "minimum")
+               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
+               "linear_ramp": {"end_values"}, "maximum": {"stat_length"},
+               "minimum": {"stat_length"}, "mean": {"stat_length"}, "median": {"stat_length"}}
 
 
 def _pad_pairs(pad_width, nd):
@@ -743,7 +744,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
     Modes: ``'constant'`` (``constant_values``: a scalar, a pair or one pair per axis),
     ``'edge'``, ``'reflect'`` and ``'symmetric'`` (``reflect_type`` 'even' or 'odd'),
-    ``'wrap'`` and ``'empty'`` (zeros). ``pad_width`` must be static.
+    ``'wrap'``, ``'empty'`` (zeros), ``'maximum'``/``'minimum'``/``'mean'``/``'median'``
+    (static ``stat_length``: the statistic of that many edge entries, the whole axis by
+    default; rounded half to even for ints) and ``'linear_ramp'`` (static ``end_values``,
+    default 0; floored for ints, as JAX). ``pad_width`` must be static.
 
     >>> import functrax.numpy as fnp
     >>> fnp.pad(fnp.array([1, 2, 3]), (1, 2), mode="reflect")
@@ -753,9 +757,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if not isinstance(mode, str):
         raise NotImplementedError("pad: a callable `mode` is not supported; use one of "
                                   f"{sorted(_PAD_KWARGS)}")
-    if mode in _PAD_UNSUPPORTED:
-        raise NotImplementedError(f"pad: mode '{mode}' is not implemented in functrax; "
-                                  f"supported modes: {sorted(_PAD_KWARGS)}")
     if mode not in _PAD_KWARGS:
         raise ValueError(f"pad: unimplemented padding mode '{mode}'; supported modes: "
                          f"{sorted(_PAD_KWARGS)}")
@@ -763,12 +764,23 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if extra:
         raise ValueError(f"pad: unsupported keyword arguments for mode '{mode}': "
                          f"{sorted(extra)}")
-    pw = _pad_pairs(pad_width, _aval(array).ndim)
+    nd = _aval(array).ndim
+    pw = _pad_pairs(pad_width, nd)
     if mode in ("constant", "empty"):
         return _pad_constant(array, pw, kwargs.get("constant_values", 0))
-    pad_axis = {"edge": _edge_axis, "wrap": _wrap_axis}.get(mode) or _reflect_axis(
-        mode, kwargs.get("reflect_type", "even"))
-    return _pad_each_axis(array, pw, mode, pad_axis)
+    return _pad_each_axis(array, pw, mode, _pad_axis_fn(mode, nd, kwargs))
+
+
+def _pad_axis_fn(mode, nd, kwargs):
+    from functrax.numpy import _pad_modes
+    if mode in _pad_modes.STAT_MODES:
+        lengths = _pad_modes.stat_lengths(kwargs.get("stat_length"), nd, mode)
+        return _pad_modes.stat_axis(mode, lengths)
+    if mode == "linear_ramp":
+        return _pad_modes.ramp_axis(kwargs.get("end_values", 0), nd)
+    if mode in ("edge", "wrap"):
+        return _edge_axis if mode == "edge" else _wrap_axis
+    return _reflect_axis(mode, kwargs.get("reflect_type", "even"))
 
 
 # --- grids ---

@@ -472,3 +472,279 @@ def test_pipeline_preserves_random_programs(program):
     jit_out = functrax.jit(f)(x, y)
     for o, w in zip(jit_out, run(before, x, y)):
         np.testing.assert_allclose(np.asarray(o), w, rtol=1e-6, atol=1e-6)
+
+
+# --- dce of control flow (scan, while, cond) ---
+
+
+def _eqn(closed, name):
+    """The first equation named ``name`` of ``closed``'s top level."""
+    return next(e for e in closed.jaxpr.eqns if e.primitive.name == name)
+
+
+def _without_dce():
+    return [p for p in pipeline.PASSES if p[0] != "dce"]
+
+
+def _dce_closed(c):
+    return on_jaxpr(dce)(c)
+
+
+def test_dce_rules_table():
+    from functrax.control_flow.cond import cond_p
+    from functrax.control_flow.loops import while_p
+    from functrax.control_flow.scan import scan_p
+    from functrax.passes.dce import dce_rules
+    assert {scan_p, while_p, cond_p} <= set(dce_rules)
+
+
+def test_dce_returns_jaxpr_itself_when_nothing_is_dead():
+    c = functrax.make_jaxpr(lambda x: lax.scan(lambda h, x: (h + x, h * x), 0.0, x))(X[0])
+    assert dce(c.jaxpr) is c.jaxpr
+
+
+XS = np.linspace(-1, 1, 12, dtype=F32).reshape(4, 3)
+
+
+def _scan_prog(xs):
+    """Carries: h (used), n (dead counter), a (final value unused, but feeds the used y),
+    b (final value unused, depends on h only); ys: h*2 (used) and cos(h) (unused)."""
+    def body(c, x):
+        h, n, a, b = c
+        h = fnp.tanh(h * 0.5 + x)
+        return (h, n + 1, a + x, b + h), (h * 2 + a, fnp.cos(h))
+    (h, n, a, b), (ys, zs) = lax.scan(body, (fnp.zeros(3), 0, fnp.ones(3), fnp.zeros(3)), xs)
+    return h, ys
+
+
+def _scan_ref(xs):
+    h, a = np.zeros(3, F32), np.ones(3, F32)
+    ys = []
+    for x in xs:
+        h = np.tanh(h * 0.5 + x)
+        ys.append(h * 2 + a)
+        a = a + x
+    return h, np.stack(ys)
+
+
+def test_dce_scan_drops_unused_ys_and_dead_carries():
+    before, after = apply(_dce_closed, _scan_prog, XS)
+    b, a = _eqn(before, "scan"), _eqn(after, "scan")
+    assert b.params["num_carry"] == 4 and len(b.outvars) == 6
+    # h and a stay (a feeds a used y); n and b go; cos(h) goes
+    assert a.params["num_carry"] == 2 and len(a.outvars) == 3
+    assert "cos" in str(before) and "cos" not in str(after)
+    for got, want in zip(run(after, XS), _scan_ref(XS)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_dce_scan_carry_fixed_point():
+    # c1's final value is unused but c2 (used) reads it; c3 reads c2 but nothing reads c3
+    def f(xs):
+        def body(c, x):
+            c1, c2, c3 = c
+            return (c1 * 0.5 + x, c2 + c1, c3 + c2 * c2), ()
+        (c1, c2, c3), _ = lax.scan(body, (fnp.zeros(3), fnp.zeros(3), fnp.zeros(3)), xs)
+        return c2
+    before, after = apply(_dce_closed, f, XS)
+    assert _eqn(after, "scan").params["num_carry"] == 2
+    c1, c2 = np.zeros(3, F32), np.zeros(3, F32)
+    for x in XS:
+        c1, c2 = c1 * 0.5 + x, c2 + c1
+    np.testing.assert_allclose(run(after, XS)[0], c2, rtol=1e-6)
+
+
+def test_dce_scan_drops_unused_consts_and_xs():
+    def f(w, v, xs, zs):
+        def body(h, xz):
+            x, z = xz
+            return h * w + x, fnp.sin(z * v)
+        return lax.scan(body, fnp.zeros(3), (xs, zs))[0]
+    before, after = apply(_dce_closed, f, F32(0.5), F32(2.0), XS, XS + 1)
+    a = _eqn(after, "scan")
+    assert a.params["num_consts"] == 1 and len(a.invars) == 3 and "sin" not in str(after)
+
+
+def test_dce_scan_whole_equation_and_nested():
+    def f(xs):
+        def body(h, x):
+            _, inner = lax.scan(lambda c, y: (c + y, fnp.exp(y)), 0.0, x)  # unused
+            return h + x, fnp.sum(inner)
+        h, ys = lax.scan(body, fnp.zeros(3), xs)
+        lax.scan(lambda c, x: (c + fnp.sum(x), ()), 0.0, xs)  # entirely dead
+        return h
+    before, after = apply(_dce_closed, f, XS)
+    assert names(before).count("scan") == 2 and names(after).count("scan") == 1
+    assert len(_eqn(after, "scan").outvars) == 1
+    assert "exp" in str(before) and "exp" not in str(after)
+    np.testing.assert_allclose(run(after, XS)[0], XS.sum(0), rtol=1e-6)
+
+
+def test_dce_while_drops_carries_not_needed():
+    # i: read by the cond (kept); s: the used output; t: feeds s (kept); u: dead
+    def f(x):
+        def body(c):
+            i, s, t, u = c
+            return i + 1, s + t, t * 0.5, u + fnp.exp(s)
+        i, s, t, u = lax.while_loop(lambda c: c[0] < 5, body, (0, fnp.zeros(3), x, x))
+        return s
+    x = X[0]
+    before, after = apply(_dce_closed, f, x)
+    w = _eqn(after, "while")
+    assert len(_eqn(before, "while").outvars) == 4 and len(w.outvars) == 3
+    assert "exp" in str(before) and "exp" not in str(after)
+    s, t = np.zeros(3, F32), x.copy()
+    for _ in range(5):
+        s, t = s + t, t * 0.5
+    np.testing.assert_allclose(run(after, x)[0], s, rtol=1e-6)
+
+
+def test_dce_while_keeps_carries_the_cond_reads():
+    def f(x):
+        i, s = lax.while_loop(lambda c: c[0] < 3.0, lambda c: (c[0] + 1.0, c[1] * 2), (0.0, x))
+        return s
+    before, after = apply(_dce_closed, f, X[0])
+    assert len(_eqn(after, "while").outvars) == 2
+    np.testing.assert_allclose(run(after, X[0])[0], X[0] * 8, rtol=1e-6)
+
+
+def test_dce_cond_drops_unused_outputs_from_every_branch():
+    def f(p, x, y):
+        a, b = lax.cond(p, lambda x, y: (fnp.sin(x), fnp.exp(y)),
+                        lambda x, y: (fnp.cos(x), fnp.log(y)), x, y)
+        return a
+    for p in (True, False):
+        before, after = apply(_dce_closed, f, p, X, X + 3)
+        c = _eqn(after, "cond")
+        assert len(c.outvars) == 1 and len(c.invars) == 2  # the index and x
+        assert all(len(b.out_avals) == 1 and len(b.in_avals) == 1 for b in c.params["branches"])
+        assert "exp" not in str(after) and "log" not in str(after)
+        np.testing.assert_allclose(run(after, p, X, X + 3)[0], np.sin(X) if p else np.cos(X),
+                                   rtol=1e-6)
+
+
+def test_grad_of_scan_shrinks():
+    # the forward scan's dead carry (a counter), its unused ys and an unused
+    # accumulator are computed by the unoptimized gradient program; optimize drops them
+    def f(w, xs):
+        def body(c, x):
+            h, n, s = c
+            h = fnp.tanh(h * w + x)
+            return (h, n + 1, s + fnp.sin(h)), (h * 2, fnp.cos(h))
+        (h, n, s), (ys, zs) = lax.scan(body, (fnp.zeros(3), 0, fnp.zeros(3)), xs)
+        return fnp.sum(h) + fnp.sum(ys)
+
+    w = F32(0.7)
+    c = functrax.make_jaxpr(functrax.grad(f))(w, XS)
+    full, opt = pipeline.optimize(c, _without_dce()), pipeline.optimize(c)
+    check_same(c, opt, w, XS)
+    fwd_full, fwd_opt = _eqn(full, "scan"), _eqn(opt, "scan")
+    assert len(fwd_opt.outvars) < len(fwd_full.outvars)
+    assert fwd_opt.params["num_carry"] < fwd_full.params["num_carry"]
+    assert len(str(opt)) < len(str(full))
+    # the gradient against central differences in float64 numpy
+    def ref(w):
+        h, tot = np.zeros(3), 0.0
+        for x in XS.astype(np.float64):
+            h = np.tanh(h * w + x)
+            tot += np.sum(h * 2)
+        return tot + np.sum(h)
+    eps = 1e-5
+    want = (ref(0.7 + eps) - ref(0.7 - eps)) / (2 * eps)
+    np.testing.assert_allclose(float(functrax.jit(functrax.grad(f))(w, XS)), want, rtol=1e-4)
+
+
+# --- hoisting scan accumulators ---
+
+
+def _hoist_closed(c):
+    from functrax.passes.hoist_accumulators import hoist_accumulators
+    return on_jaxpr(hoist_accumulators)(c)
+
+
+A3 = np.linspace(-1, 1, 5 * 2 * 3, dtype=F32).reshape(5, 2, 3)
+B3 = np.cos(np.arange(5 * 2 * 4, dtype=F32)).reshape(5, 2, 4)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_hoist_dot_and_reduce_accumulators(reverse):
+    # acc1 += a_t^T b_t (xs operands), acc2 += sum(tanh(a_t)) (a body value, stored as ys),
+    # acc3 += (tanh(a_t)^T b_t)^T; h is an ordinary carry and stays
+    def f(a, b):
+        def body(c, ab):
+            h, acc1, acc2, acc3 = c
+            x, y = ab
+            t = fnp.tanh(x + h)
+            return (h * 0.5 + 1.0, acc1 + x.T @ y, acc2 + fnp.sum(t, axis=0),
+                    acc3 + (t.T @ y).T), fnp.sum(t)
+        init = (fnp.zeros(3), fnp.ones((3, 4)), fnp.zeros(3), fnp.zeros((4, 3)))
+        return lax.scan(body, init, (a, b), reverse=reverse)
+
+    before, after = apply(_hoist_closed, f, A3, B3)
+    s = _eqn(after, "scan")
+    assert _eqn(before, "scan").params["num_carry"] == 4 and s.params["num_carry"] == 1
+    assert names(after).count("dot_general") == 2 and "dot_general" not in str(
+        s.params["jaxpr"])
+    h, acc1, acc2, acc3, ys = np.zeros(3, F32), np.ones((3, 4), F32), np.zeros(3, F32), \
+        np.zeros((4, 3), F32), np.zeros(5, F32)
+    for i in (range(4, -1, -1) if reverse else range(5)):
+        t = np.tanh(A3[i] + h)
+        h, acc1, acc2, acc3 = h * 0.5 + 1, acc1 + A3[i].T @ B3[i], acc2 + t.sum(0), \
+            acc3 + (t.T @ B3[i]).T
+        ys[i] = t.sum()
+    for got, want in zip(run(after, A3, B3), [h, acc1, acc2, acc3, ys]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_hoist_leaves_non_accumulators_alone():
+    W = np.eye(3, dtype=F32)
+
+    def f(a, w):
+        def body(c, x):
+            acc, acc2, acc3 = c
+            # acc is read by a y; acc2 sums a product with a loop-invariant const;
+            # acc3 multiplies instead of adding
+            return (acc + x.T @ x, acc2 + (x.T @ x) @ w, acc3 * (x.T @ x)), fnp.sum(acc)
+        z = fnp.zeros((3, 3))
+        return lax.scan(body, (z, z, fnp.ones((3, 3))), a)
+
+    before = functrax.make_jaxpr(f)(A3, W)
+    assert _hoist_closed(before).jaxpr is before.jaxpr
+
+
+def test_pipeline_hoists_rnn_weight_gradients():
+    # grad of a scan RNN: the backward scan accumulates dW, dU and db step by step; after
+    # optimize they are single products / sums over the stacked steps
+    U = np.linspace(-0.5, 0.5, 3 * 4, dtype=F32).reshape(3, 4)
+    W = np.linspace(-0.3, 0.3, 16, dtype=F32).reshape(4, 4)
+    xs = np.sin(np.arange(5 * 2 * 3, dtype=F32)).reshape(5, 2, 3)
+
+    def loss(U, W, b, xs):
+        def cell(h, x):
+            h = fnp.tanh(x @ U + h @ W + b)
+            return h, fnp.sum(h * h)
+        _, ys = lax.scan(cell, fnp.zeros((2, 4)), xs)
+        return fnp.sum(ys)
+
+    b = np.full(4, 0.1, F32)
+    c = functrax.make_jaxpr(functrax.grad(loss, argnums=(0, 1, 2)))(U, W, b, xs)
+    no_hoist = [p for p in pipeline.PASSES if p[0] != "hoist_accumulators"]
+    plain, opt = pipeline.optimize(c, no_hoist), pipeline.optimize(c)
+    check_same(c, opt, U, W, b, xs)
+    bwd_plain = [e for e in plain.eqns if e.primitive.name == "scan"][-1]
+    bwd_opt = [e for e in opt.eqns if e.primitive.name == "scan"][-1]
+    assert bwd_opt.params["num_carry"] == bwd_plain.params["num_carry"] - 3
+    # central differences in float64 for dW
+    def ref(W):
+        h, tot = np.zeros((2, 4)), 0.0
+        for x in xs.astype(np.float64):
+            h = np.tanh(x @ U + h @ W + b)
+            tot += np.sum(h * h)
+        return tot
+    got = np.asarray(functrax.jit(functrax.grad(loss, argnums=1))(U, W, b, xs))
+    eps = 1e-6
+    for i, j in [(0, 0), (1, 2), (3, 1)]:
+        d = np.zeros((4, 4))
+        d[i, j] = eps
+        want = (ref(W + d) - ref(W - d)) / (2 * eps)
+        np.testing.assert_allclose(got[i, j], want, rtol=1e-3, atol=1e-5)

@@ -1,5 +1,5 @@
 """The ``cond`` primitive's entry in every table: numpy backend, cost, jvp, partial
-evaluation, transposition and vmap.
+evaluation, transposition, vmap and dce (unused outputs dropped from every branch).
 
 Each rule transforms every branch the same way and binds one ``cond`` again, so the result
 still runs only the selected branch: ``grad(cond)``, ``vmap(cond)`` (unbatched index),
@@ -20,6 +20,7 @@ from functrax.lowering.numpy_backend import numpy_rules
 from functrax.lowering.triton.control_flow import body_executable as _compile_body
 from functrax.lowering.triton.control_flow import cond_rule as triton_cond_rule
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
+from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
 from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
@@ -277,3 +278,23 @@ def _cond_vmap(axis, vals, dims, *, branches):
 
 
 vmap_rules[cond_p] = _cond_vmap
+
+
+# --- dce: unused outputs leave every branch; operands no branch reads leave the cond ---
+
+
+def _cond_dce(used_outputs, eqn):
+    branches = eqn.params["branches"]
+    pruned = [dce_jaxpr(b.jaxpr, used_outputs) for b in branches]
+    used_ops = [any(col) for col in zip(*[u for _, u in pruned])]
+    if all(used_ops) and all(j is b.jaxpr for (j, _), b in zip(pruned, branches)):
+        return [True] + used_ops, eqn
+    new = tuple(ClosedJaxpr(prune_invars(j, used_ops), b.consts)
+                for (j, _), b in zip(pruned, branches))
+    return [True] + used_ops, eqn.replace(
+        invars=[eqn.invars[0]] + [v for v, u in zip(eqn.invars[1:], used_ops) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, branches=new))
+
+
+dce_rules[cond_p] = _cond_dce

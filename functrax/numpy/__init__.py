@@ -16,6 +16,7 @@ from functrax.numpy.creation import array, asarray  # noqa: F401
 from functrax.numpy.reductions import *  # noqa: F401,F403
 from functrax.numpy.reductions import all, any, max, min, sum  # noqa: F401,A004
 from functrax.numpy.shape_ops import *  # noqa: F401,F403
+from functrax.numpy.padding import *  # noqa: F401,F403
 from functrax.numpy.ufuncs import *  # noqa: F401,F403
 from functrax.numpy.ufuncs import abs, round  # noqa: F401,A004
 from functrax.numpy.selection import *  # noqa: F401,F403

@@ -4,7 +4,9 @@
 (the passes in ``FIXED_POINT``, which feed each other: a fold makes a literal that
 simplifies, a simplification exposes duplicates, ...) repeat as a group until nothing
 changes (at most ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce``
-drops what became dead and ``prune_consts`` the consts nothing reads any more.
+drops what became dead (unused scan/while carries and ys, cond outputs included),
+``hoist_accumulators`` turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot
+after the loop, and ``prune_consts`` drops the consts nothing reads any more.
 
 Every pass keeps the program well-typed and its output avals exactly equal; a pass that
 changes nothing returns its argument itself, which is how the group detects a fixed point.
@@ -16,6 +18,7 @@ from functrax.passes.const_fold import const_fold, prune_consts
 from functrax.passes.cse import cse
 from functrax.passes.dce import dce
 from functrax.passes.forward import forward
+from functrax.passes.hoist_accumulators import hoist_accumulators
 from functrax.passes.inline import inline_closed
 from functrax.passes.simplify import simplify
 
@@ -36,6 +39,7 @@ PASSES = [
     ("cse", _on_jaxpr(cse)),
     ("forward", _on_jaxpr(forward)),
     ("dce", _on_jaxpr(dce)),
+    ("hoist_accumulators", _on_jaxpr(hoist_accumulators)),
     ("prune_consts", prune_consts),
 ]
 

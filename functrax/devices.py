@@ -303,10 +303,10 @@ class ShardedArray(Array):
         self._devices = tuple(devices)
         self._gathered = None
 
-    @staticmethod
-    def _make(shards, axis, devices, aval):
-        """Wrap per-device numpy buffers (already of ``aval``'s dtype) without checks."""
-        a = object.__new__(ShardedArray)
+    @classmethod
+    def _make(cls, shards, axis, devices, aval):
+        """Wrap per-device buffers (already of ``aval``'s dtype) without checks."""
+        a = object.__new__(cls)
         a.aval = aval
         a._shards = shards
         a._axis = axis

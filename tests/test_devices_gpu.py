@@ -32,6 +32,8 @@ from functrax.lowering.fusion import plan_fusion  # noqa: E402
 from functrax.lowering.triton import autotune, cache as tcache, gpu_launch, runtime  # noqa: E402
 from functrax.lowering.triton.codegen import GPU_CANDIDATES, KernelConfig  # noqa: E402
 from functrax.passes.pipeline import optimize  # noqa: E402
+from tests import fake_gpu as fake_gpu_lib  # noqa: E402
+from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_GPU = "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are " \
@@ -309,57 +311,9 @@ def test_launch_gpu_argument_list(monkeypatch):
 # --- the GPU path of jit over a fake GPU ---
 
 
-class FakeGpuBuffer:
-    """A numpy-backed stand-in for ``gpu_buffer.GpuBuffer``."""
-
-    def __init__(self, shape, dtype, device_id=0, array=None):
-        self.shape, self.dtype, self.device_id = tuple(shape), np.dtype(dtype), device_id
-        self.array = np.zeros(self.shape, self.dtype) if array is None else array
-
-    @classmethod
-    def from_numpy(cls, a, device_id=0):
-        a = np.array(a)
-        return cls(a.shape, a.dtype, device_id, a)
-
-    size = property(lambda self: self.array.size)
-    nbytes = property(lambda self: self.array.nbytes)
-
-    def data_ptr(self):
-        return self.array.ctypes.data
-
-    def to_numpy(self):
-        return self.array.copy()
-
-    def reshape(self, *shape):
-        a = self.array.reshape(*shape)
-        return FakeGpuBuffer(a.shape, a.dtype, self.device_id, a)
-
-    def block_until_ready(self):
-        return self
-
-    def __array__(self, dtype=None, copy=None):
-        return self.to_numpy()
-
-    __cuda_array_interface__ = property(lambda self: {"shape": self.shape})
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    launches = []
-
-    def launch(kernel, inputs, outputs):
-        assert all(type(b) is FakeGpuBuffer for b in list(inputs) + list(outputs))
-        launches.append(kernel.source.name)
-        runtime._launch_interpreter(kernel, [b.array for b in inputs],
-                                    [b.array for b in outputs])
-
-    monkeypatch.setattr(gpu_buffer, "GpuBuffer", FakeGpuBuffer)
-    monkeypatch.setattr(runtime, "_DEVICE_COUNT", 1)
-    monkeypatch.setattr(runtime, "gpu_active", lambda: True)
-    monkeypatch.setattr(runtime, "launch", launch)
-    monkeypatch.setattr(runtime, "_SCALARS", {})
-    monkeypatch.setattr(gpu, "_GPU_DEVICES", None)
-    return launches
+    return fake_gpu_lib.install(monkeypatch)
 
 
 def test_fake_gpu_devices_and_placement(fake_gpu):

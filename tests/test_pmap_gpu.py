@@ -22,7 +22,6 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
 
 import sys  # noqa: E402
-import threading  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -34,10 +33,10 @@ import functrax.numpy as fnp  # noqa: E402
 from functrax import gpu, lax  # noqa: E402
 from functrax.config import config  # noqa: E402
 from functrax.devices import ShardedArray  # noqa: E402
-from functrax.lowering import gpu_buffer  # noqa: E402
-from functrax.lowering.triton import autotune, cache as tcache, runtime  # noqa: E402
+from functrax.lowering.triton import autotune, cache as tcache  # noqa: E402
 from functrax.transforms import nccl_communicator as nc, pmap_gpu  # noqa: E402
-from tests.test_devices_gpu import FakeGpuBuffer  # noqa: E402
+from tests import fake_gpu as fake_gpu_lib  # noqa: E402
+from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
 
 N = 4
 
@@ -150,27 +149,10 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture
 def fake_gpus(monkeypatch, cache_dir):
-    launches = []
-    lock = threading.Lock()  # Triton's interpreter patches triton.language: one at a time
-
-    def launch(kernel, inputs, outputs):
-        bufs = list(inputs) + list(outputs)
-        assert all(type(b) is FakeGpuBuffer for b in bufs)
-        assert len({b.device_id for b in bufs}) == 1, "a kernel mixing devices"
-        launches.append((kernel.source.name, bufs[0].device_id))
-        with lock:
-            runtime._launch_interpreter(kernel, [b.array for b in inputs],
-                                        [b.array for b in outputs])
-
     monkeypatch.setenv("FUNCTRAX_CACHE_DIR", cache_dir)
     monkeypatch.setattr(tcache, "_DEFAULT", None)
     monkeypatch.setattr(autotune, "_STORE", None)
-    monkeypatch.setattr(gpu_buffer, "GpuBuffer", FakeGpuBuffer)
-    monkeypatch.setattr(runtime, "_DEVICE_COUNT", N)
-    monkeypatch.setattr(runtime, "gpu_active", lambda: True)
-    monkeypatch.setattr(runtime, "launch", launch)
-    monkeypatch.setattr(runtime, "_SCALARS", {})
-    monkeypatch.setattr(gpu, "_GPU_DEVICES", None)
+    launches = fake_gpu_lib.install(monkeypatch, N)
     monkeypatch.setattr(nc, "_COMMS", {})
     monkeypatch.setattr(nc, "_WARNED", set())
     return launches

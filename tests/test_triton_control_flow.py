@@ -24,6 +24,8 @@ from functrax.lowering.triton import backend as tbackend  # noqa: E402
 from functrax.lowering.triton import cache as tcache  # noqa: E402
 from functrax.lowering.triton.control_flow import ControlFlowStep, calls_triton  # noqa: E402
 from functrax.tree_util import tree_leaves  # noqa: E402
+from tests import fake_gpu as fake_gpu_lib  # noqa: E402
+from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -253,63 +255,9 @@ def test_triton_jit_inside_cond_and_while_bodies(monkeypatch):
 # --- the GPU path over a fake GPU: carries stay on the device ---
 
 
-class FakeGpuBuffer:
-    """A numpy-backed stand-in for ``gpu_buffer.GpuBuffer`` counting host reads."""
-
-    reads: list = []
-
-    def __init__(self, shape, dtype, device_id=0, array=None):
-        self.shape, self.dtype, self.device_id = tuple(shape), np.dtype(dtype), device_id
-        self.array = np.zeros(self.shape, self.dtype) if array is None else array
-
-    @classmethod
-    def from_numpy(cls, a, device_id=0):
-        a = np.array(a)
-        return cls(a.shape, a.dtype, device_id, a)
-
-    size = property(lambda self: self.array.size)
-    nbytes = property(lambda self: self.array.nbytes)
-
-    def data_ptr(self):
-        return self.array.ctypes.data
-
-    def to_numpy(self):
-        FakeGpuBuffer.reads.append(self.shape)
-        return self.array.copy()
-
-    def reshape(self, *shape):
-        a = self.array.reshape(*shape)
-        return FakeGpuBuffer(a.shape, a.dtype, self.device_id, a)
-
-    def block_until_ready(self):
-        return self
-
-    def __array__(self, dtype=None, copy=None):
-        return self.to_numpy()
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    from functrax import gpu
-    from functrax.lowering import gpu_buffer
-    from functrax.lowering.triton import runtime
-    launches = []
-
-    def launch(kernel, inputs, outputs):
-        assert all(type(b) is FakeGpuBuffer for b in list(inputs) + list(outputs)), (
-            kernel.source.name, [type(b).__name__ for b in list(inputs) + list(outputs)])
-        launches.append(kernel.source.name)
-        runtime._launch_interpreter(kernel, [b.array for b in inputs],
-                                    [b.array for b in outputs])
-
-    monkeypatch.setattr(gpu_buffer, "GpuBuffer", FakeGpuBuffer)
-    monkeypatch.setattr(runtime, "_DEVICE_COUNT", 1)
-    monkeypatch.setattr(runtime, "gpu_active", lambda: True)
-    monkeypatch.setattr(runtime, "launch", launch)
-    monkeypatch.setattr(runtime, "_SCALARS", {})
-    monkeypatch.setattr(gpu, "_GPU_DEVICES", None)
-    FakeGpuBuffer.reads = []
-    return launches
+    return fake_gpu_lib.install(monkeypatch)
 
 
 def _on_device(f, *args):
@@ -344,7 +292,8 @@ def test_fake_gpu_scan_keeps_carries_and_ys_on_device(fake_gpu):
     for g, w in zip(got, tree_leaves(want)):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5)
     assert reads == []  # no host reads at all
-    assert fake_gpu.count("row_take") == 4 and fake_gpu.count("row_put") == 8
+    names = [name for name, _ in fake_gpu]
+    assert names.count("row_take") == 4 and names.count("row_put") == 8
 
 
 def test_fake_gpu_cond_reads_the_index_once(fake_gpu):

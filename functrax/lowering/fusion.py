@@ -57,7 +57,7 @@ from functrax.lowering.fusion_config import FusionConfig, GroupLayout, IllegalGr
 from functrax.lowering.fusion_tables import (
     CONTRACTIONS, ELEMENTWISE, MAX_CONCAT_OPERANDS, REDUCTIONS, UNFUSIBLE, VIEWS, classify,
 )
-from functrax.lowering.fusion_types import FusionGroup, FusionPlan, GroupKind
+from functrax.lowering.fusion_types import FusionGroup, FusionPlan, GroupKind, def_use
 
 __all__ = ["ELEMENTWISE", "VIEWS", "REDUCTIONS", "CONTRACTIONS", "UNFUSIBLE", "FusionConfig",
            "GroupLayout", "IllegalGroup", "classify", "group_layout", "plan_fusion",
@@ -82,14 +82,7 @@ class _Planner:
         self.jaxpr, self.config = jaxpr, config
         self.eqns = jaxpr.eqns
         self.cat = [classify(e)[0] for e in self.eqns]
-        self.prod, self.uses = {}, {}
-        for i, e in enumerate(self.eqns):
-            for v in e.invars:
-                if type(v) is Var:
-                    self.uses.setdefault(v, []).append(i)
-            for v in e.outvars:
-                self.prod[v] = i
-        self.outs = {v for v in jaxpr.outvars if type(v) is Var}
+        self.prod, self.uses, self.outs = def_use(jaxpr)
         self.materialized = self._materialized()
         self.is_node = [c != "view" or e.outvars[0] in self.materialized
                         or not (self.uses.get(e.outvars[0]) or e.outvars[0] in self.outs)

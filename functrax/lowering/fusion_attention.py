@@ -56,6 +56,7 @@ import numpy as np
 
 from functrax import core
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
+from functrax.lowering.fusion_types import def_use
 
 __all__ = ["attention_p", "AttentionMatch", "find_attention", "rewrite_attention",
            "attention_reference"]
@@ -155,14 +156,7 @@ class _Graph:
 
     def __init__(self, jaxpr: Jaxpr, consts):
         self.jaxpr, self.eqns = jaxpr, jaxpr.eqns
-        self.prod, self.uses = {}, {}
-        for i, e in enumerate(self.eqns):
-            for v in e.invars:
-                if type(v) is Var:
-                    self.uses.setdefault(v, []).append(i)
-            for v in e.outvars:
-                self.prod[v] = i
-        self.outs = {v for v in jaxpr.outvars if type(v) is Var}
+        self.prod, self.uses, self.outs = def_use(jaxpr)
         self.known = {}
         if consts is not None:
             for v, c in zip(jaxpr.constvars, consts):

@@ -85,13 +85,6 @@ class GpuShardedArray(ShardedArray):
 
     __slots__ = ()
 
-    @staticmethod
-    def _make(shards, axis, devices, aval):
-        a = object.__new__(GpuShardedArray)
-        a.aval, a._shards, a._axis = aval, shards, axis
-        a._devices, a._gathered = tuple(devices), None
-        return a
-
     @property
     def _value(self):
         g = self._gathered

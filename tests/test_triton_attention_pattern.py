@@ -8,53 +8,37 @@ gradients (whose forward pass keeps the softmax as a residual) run as usual.
 """
 from __future__ import annotations
 
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
+
 import dataclasses
 import math
-import os
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-pytest.importorskip("triton")
-
-import functrax  # noqa: E402
-import functrax.numpy as fnp  # noqa: E402
-from functrax import nn  # noqa: E402
-from functrax.core import check_jaxpr  # noqa: E402
-from functrax.lowering import fusion_attention as fa  # noqa: E402
-from functrax.lowering.fusion import plan_fusion  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import backend as tbackend  # noqa: E402
-from functrax.lowering.triton import cache as tcache  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton.codegen import (  # noqa: E402
+import functrax
+import functrax.numpy as fnp
+from functrax import nn
+from functrax.core import check_jaxpr
+from functrax.lowering import fusion_attention as fa
+from functrax.lowering.fusion import plan_fusion
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import backend as tbackend
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton.codegen import (
     GPU_CONFIG, INTERPRETER_CONFIG, KernelConfig,
 )
+from tests.triton_harness import lowered
 
-RNG = np.random.default_rng(3)
+fresh_cache = th.fresh_cache  # autouse: a kernel cache of each test's own
+normal = th.normal_from(np.random.default_rng(3))
+
 ATT = KernelConfig(hand_written=("dense", "attention"))
 OFF = KernelConfig(hand_written=("dense",))
 
 
-def normal(*shape, dtype=np.float32):
-    return RNG.normal(size=shape).astype(dtype)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    cache = tcache.KernelCache(str(tmp_path / "kernels"))
-    monkeypatch.setattr(tcache, "_DEFAULT", cache)
-    return cache
-
-
-def lowered(fn, *args):
-    return functrax.jit(fn).lower(*args).jaxpr
-
-
 def program(fn, *args, config=ATT):
-    return tbackend.compile_triton(lowered(fn, *args), kernel_config=config)
+    return th.triton_program(fn, *args, kernel_config=config)
 
 
 def run_both(fn, *args, config=ATT, tol=None):

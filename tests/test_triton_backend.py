@@ -7,58 +7,33 @@ step over Triton body programs (tests/test_triton_control_flow.py).
 """
 from __future__ import annotations
 
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
+
 import os
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import functrax
+import functrax.numpy as fnp
+from functrax import lax, nn
+from functrax.lowering.executor import Executable
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import backend as tbackend
+from functrax.tree_util import tree_leaves
+from tests.triton_harness import compiled, dense_relu, ew_chain, program_of, softmax_rows
 
-pytest.importorskip("triton")
-
-import functrax  # noqa: E402
-import functrax.numpy as fnp  # noqa: E402
-from functrax import lax, nn  # noqa: E402
-from functrax.lowering.executor import Executable  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import backend as tbackend  # noqa: E402
-from functrax.lowering.triton import cache as tcache  # noqa: E402
-from functrax.tree_util import tree_leaves  # noqa: E402
-
-RNG = np.random.default_rng(0)
-
-
-def normal(*shape):
-    return RNG.normal(size=shape).astype(np.float32)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """A kernel cache of this test's own (directory and imported modules)."""
-    cache = tcache.KernelCache(str(tmp_path / "kernels"))
-    monkeypatch.setattr(tcache, "_DEFAULT", cache)
-    return cache
+fresh_cache = th.fresh_cache  # autouse: a kernel cache of each test's own
+normal = th.normal_from(np.random.default_rng(0))
 
 
 # --- the programs ---
-
-
-def ew_chain(x, y):
-    return fnp.tanh(x * y + 1.0) - fnp.exp(-x) * 0.5
-
-
-def softmax_rows(x):
-    return nn.softmax(x, axis=-1)
 
 
 def layernorm(x, g, b):
     mu = fnp.mean(x, axis=-1, keepdims=True)
     var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
     return (x - mu) / fnp.sqrt(var + 1e-5) * g + b
-
-
-def dense_relu(x, w, b):
-    return nn.relu(x @ w + b)
 
 
 def row_norm(x):
@@ -104,13 +79,10 @@ PROGRAMS = {
 }
 
 
-def compiled(fn, args):
-    return functrax.jit(fn, backend="triton").lower(*args).compile()
-
-
-def program_of(c):
-    """The backend program behind a ``Compiled`` (the jit entry's executable)."""
-    return c._entry.exe
+def compiled_named(name):
+    """``compiled`` of the program ``PROGRAMS[name]`` on its arguments."""
+    fn, args = PROGRAMS[name]
+    return compiled(fn, *args)
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -129,21 +101,21 @@ def test_matches_numpy_backend(name):
 def test_default_backend_is_numpy():
     fn, args = PROGRAMS["ew_chain"]
     assert isinstance(program_of(functrax.jit(fn).lower(*args).compile()), Executable)
-    prog = program_of(compiled(fn, args))
+    prog = program_of(compiled(fn, *args))
     assert isinstance(prog, tbackend.TritonProgram)
 
 
 @pytest.mark.parametrize("name", ["ew_chain", "softmax_rows", "layernorm", "row_norm"])
 def test_fusible_programs_are_one_kernel_without_fallbacks(name):
     fn, args = PROGRAMS[name]
-    prog = program_of(compiled(fn, args))
+    prog = program_of(compiled(fn, *args))
     assert len(prog.kernels) == 1 and prog.fallbacks == ()
     assert prog.plan.groups[0].kind in (GroupKind.ELEMENTWISE, GroupKind.REDUCTION)
 
 
 def test_unsupported_matmul_falls_back_and_is_listed():
     x, w = (normal(3, 4) + 1j * normal(3, 4)).astype(np.complex64), normal(4, 5)
-    c = compiled(lambda x, w: x @ w, (x, w.astype(np.complex64)))
+    c = compiled(lambda x, w: x @ w, x, w.astype(np.complex64))
     prog = program_of(c)
     kinds = [f.kind for f in prog.fallbacks]
     assert GroupKind.MATMUL in kinds
@@ -154,7 +126,7 @@ def test_unsupported_matmul_falls_back_and_is_listed():
 
 @pytest.mark.parametrize("name, prim", [("with_cond", "cond"), ("with_scan", "scan")])
 def test_control_flow_is_a_host_step_and_rest_is_triton(name, prim):
-    c = compiled(*PROGRAMS[name])
+    c = compiled_named(name)
     prog = program_of(c)
     assert prog.fallbacks == ()  # control flow runs its bodies as Triton programs
     (step,) = [s for s in prog.steps if s.group.kind is GroupKind.OPAQUE]
@@ -164,7 +136,7 @@ def test_control_flow_is_a_host_step_and_rest_is_triton(name, prim):
 
 
 def test_mlp_step_runs_as_kernels_without_fallbacks():
-    prog = program_of(compiled(*PROGRAMS["mlp_step"]))
+    prog = program_of(compiled_named("mlp_step"))
     assert prog.fallbacks == () and len(prog.kernels) == len(prog.plan.groups)
     kinds = [g.kind for g in prog.plan.groups]
     # per dense layer: 1 forward + 2 backward matmul kernels (x.T @ g with the bias gradient
@@ -173,7 +145,7 @@ def test_mlp_step_runs_as_kernels_without_fallbacks():
 
 
 def test_as_text_shows_groups_equations_and_sources():
-    c = compiled(*PROGRAMS["with_cond"])
+    c = compiled_named("with_cond")
     prog = program_of(c)
     text = c.as_text()
     assert f"{len(prog.kernels)} kernel(s), {len(prog.fallbacks)} numpy fallback(s)" in text
@@ -196,7 +168,7 @@ def test_codegen_rejection_falls_back_with_reason(monkeypatch):
 
     monkeypatch.setattr(runtime, "build_kernel", reject)
     fn, args = PROGRAMS["softmax_rows"]
-    c = compiled(fn, args)
+    c = compiled(fn, *args)
     prog = program_of(c)
     assert prog.kernels == () and len(prog.fallbacks) == 1
     assert prog.fallbacks[0].kind is GroupKind.REDUCTION

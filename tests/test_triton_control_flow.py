@@ -8,43 +8,22 @@ the interpreter) the carries stay device buffers: only the predicate scalar is r
 """
 from __future__ import annotations
 
-import os
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import functrax
+import functrax.numpy as fnp
+from functrax import lax
+from functrax.lowering.triton import backend as tbackend
+from functrax.lowering.triton.control_flow import ControlFlowStep, calls_triton
+from functrax.tree_util import tree_leaves
+from tests import fake_gpu as fake_gpu_lib
+from tests.fake_gpu import FakeGpuBuffer
 
-pytest.importorskip("triton")
-
-import functrax  # noqa: E402
-import functrax.numpy as fnp  # noqa: E402
-from functrax import lax  # noqa: E402
-from functrax.lowering.triton import backend as tbackend  # noqa: E402
-from functrax.lowering.triton import cache as tcache  # noqa: E402
-from functrax.lowering.triton.control_flow import ControlFlowStep, calls_triton  # noqa: E402
-from functrax.tree_util import tree_leaves  # noqa: E402
-from tests import fake_gpu as fake_gpu_lib  # noqa: E402
-from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
-
-RNG = np.random.default_rng(0)
-
-
-def normal(*shape):
-    return RNG.normal(size=shape).astype(np.float32)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """A kernel cache of this test's own (directory and imported modules)."""
-    cache = tcache.KernelCache(str(tmp_path / "kernels"))
-    monkeypatch.setattr(tcache, "_DEFAULT", cache)
-    return cache
-
-
-def program_of(f, *args):
-    """The TritonProgram ``jit(f, backend="triton")`` runs on ``args``."""
-    return tbackend.compile_triton(functrax.jit(f).lower(*args).jaxpr)
+fresh_cache = th.fresh_cache  # autouse: a kernel cache of each test's own
+normal = th.normal_from(np.random.default_rng(0))
 
 
 def check(f, *args, n_steps=1, rtol=1e-5, atol=1e-6):
@@ -54,7 +33,7 @@ def check(f, *args, n_steps=1, rtol=1e-5, atol=1e-6):
     got = functrax.jit(f, backend="triton")(*args)
     for g, w in zip(tree_leaves(got), tree_leaves(want), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
-    prog = program_of(f, *args)
+    prog = th.triton_program(f, *args)
     steps = [s for s in prog.steps if isinstance(s, ControlFlowStep)]
     assert len(steps) == n_steps, prog.as_text()
     assert not [fb for fb in prog.fallbacks if fb.reason.startswith("control flow")]
@@ -177,7 +156,7 @@ def test_nested_scan_in_cond():
 def test_as_text_lists_body_kernels():
     def f(c, xs):
         return lax.scan(lambda c, x: (fnp.exp(c) * x, c), c, xs)
-    prog = program_of(f, normal(3), normal(2, 3))
+    prog = th.triton_program(f, normal(3), normal(2, 3))
     text = prog.as_text()
     assert "control flow scan on the host over Triton programs" in text
     assert "  body:" in text and "@triton.jit" in text
@@ -226,7 +205,7 @@ def test_triton_jit_inside_scan_body_keeps_triton():
         np.testing.assert_allclose(np.asarray(got_ys), np.stack(want_ys), rtol=1e-5)
         assert tbackend.STATS["programs"] > before["programs"]  # the body, on Triton
     # under jit(backend="triton") the body is a Triton program of the scan step
-    prog = program_of(f, c, xs)
+    prog = th.triton_program(f, c, xs)
     (step,) = [s for s in prog.steps if isinstance(s, ControlFlowStep)]
     assert step.runner.body.kernels and not step.runner.body.fallbacks
 
@@ -262,7 +241,7 @@ def fake_gpu(monkeypatch):
 
 def _on_device(f, *args):
     from functrax.lowering.triton.gpu_program import GpuProgram
-    prog = GpuProgram(program_of(f, *args))
+    prog = GpuProgram(th.triton_program(f, *args))
     FakeGpuBuffer.reads = []
     outs = prog.run(*[FakeGpuBuffer.from_numpy(a) for a in args])
     assert all(type(o) is FakeGpuBuffer for o in outs)

@@ -3,29 +3,19 @@ backend, in Triton's interpreter, against the numpy backend; the generated kerne
 compile for sm_90."""
 from __future__ import annotations
 
-import os
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-pytest.importorskip("triton")
-
-import functrax.numpy as fnp  # noqa: E402
-from functrax import grad, jit, lax  # noqa: E402
-from functrax.lowering.fusion import classify, plan_fusion  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton.backend import compile_triton  # noqa: E402
-from functrax.lowering.triton.gather_scatter import ScatterKernel  # noqa: E402
-from functrax.primitives.gather_scatter import GatherDimensionNumbers  # noqa: E402
-
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover
-    BF16 = None
+import functrax.numpy as fnp
+from functrax import grad, jit, lax
+from functrax.lowering.fusion import classify, plan_fusion
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton.gather_scatter import ScatterKernel
+from functrax.primitives.gather_scatter import GatherDimensionNumbers
+from tests.triton_harness import BF16
 
 RNG = np.random.default_rng(0)
 PROGRAMS = []  # every program built here, for the sm_90 compile test
@@ -58,7 +48,7 @@ def run_both(f, *args, fallbacks=0):
                                        atol=1e-6, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)
-    prog = compile_triton(jit(f).lower(*args).jaxpr)
+    prog = th.triton_program(f, *args)
     PROGRAMS.append(prog)
     if fallbacks is not None:
         assert len(prog.fallbacks) == fallbacks, [fb.reason for fb in prog.fallbacks]
@@ -192,38 +182,32 @@ def test_unsupported_scatters_fall_back_with_reason(case):
     assert fb.primitives[0].startswith("scatter") and why in fb.reason, fb.reason
 
 
-def _bits_equal(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
-    np.testing.assert_array_equal(got.view(view), want.view(view))
-
-
 def run_exact(f, *args):
     """f on the Triton backend equals the numpy backend bit for bit, with no fallback."""
-    _bits_equal(jit(f, backend="triton")(*args), jit(f)(*args))
+    th.bits_equal(jit(f, backend="triton")(*args), jit(f)(*args))
     prog = run_both(f, *args)
     return prog
 
 
-def _loop_set(x, i, y):
-    """x.at[i].set(y) for a 1-d index into axis 0, as a Python loop (last write wins)."""
+def _loop_scatter(x, i, y, combine):
+    """``out[j] = combine(out[j], y[k])`` for each 1-d index ``j = i[k]`` into axis 0, in
+    update order, as a Python loop (negative indices wrapped, out of bounds dropped)."""
     out = np.array(x, copy=True)
     for k, j in enumerate(np.asarray(i)):
         j = j + out.shape[0] if j < 0 else j
         if 0 <= j < out.shape[0]:
-            out[j] = np.asarray(y)[k]
+            out[j] = combine(out[j], np.asarray(y)[k])
     return out
+
+
+def _loop_set(x, i, y):
+    """x.at[i].set(y) for a 1-d index into axis 0, as a Python loop (last write wins)."""
+    return _loop_scatter(x, i, y, lambda old, new: new)
 
 
 def _loop_mul(x, i, y):
     """x.at[i].multiply(y) (mode drop) as a Python loop: products in update order."""
-    out = np.array(x, copy=True)
-    for k, j in enumerate(np.asarray(i)):
-        j = j + out.shape[0] if j < 0 else j
-        if 0 <= j < out.shape[0]:
-            out[j] = out[j] * np.asarray(y)[k]
-    return out
+    return _loop_scatter(x, i, y, lambda old, new: old * new)
 
 
 SET_DTYPES = [np.float32, np.int32, np.bool_, np.float16, np.uint8, np.int64, np.int8] + \
@@ -238,7 +222,7 @@ def test_scatter_set_duplicates_last_write_wins(dtype):
     prog = run_exact(lambda x, i, y: x.at[i].set(y), x, I_DUP, y)
     assert [k.source.name.split("_")[-1] for k in prog.kernels[-1].kernels[1:]] == \
         ["bid", "write"]
-    _bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, I_DUP, y),
+    th.bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, I_DUP, y),
                 _loop_set(x, I_DUP, y))
     for mode in ("clip", "fill", "promise_in_bounds"):
         run_exact(lambda x, i, y: x.at[i].set(y, mode=mode), x, I_DUP, y)
@@ -249,7 +233,7 @@ def test_scatter_set_many_collisions_and_index_shapes():
     i = idx(rng.integers(-6, 8, size=40))  # 40 updates onto 6 rows (and out of bounds)
     x, y = arr((6, 2)), arr((40, 2))
     run_exact(lambda x, i, y: x.at[i].set(y), x, i, y)
-    _bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, i, y),
+    th.bits_equal(jit(lambda x, i, y: x.at[i].set(y), backend="triton")(x, i, y),
                 _loop_set(x, i, y))
     i2 = idx(rng.integers(0, 4, size=(3, 5)))  # a 2-d batch of indices: row-major order
     run_exact(lambda x, i, y: x.at[i].set(y), arr((4,)), i2, arr((3, 5)))
@@ -294,7 +278,7 @@ def test_scatter_multiply_duplicates_in_update_order(dtype):
         assert prog.kernels[-1].kernels[-1].source.name.endswith("_round")
         run_exact(lambda x, i, y: x.at[i].multiply(y, mode="clip"), x, I_DUP, y)
         if np.dtype(dtype) != np.bool_:
-            _bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, I_DUP, y),
+            th.bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, I_DUP, y),
                         _loop_mul(x, I_DUP, y))
 
 
@@ -306,7 +290,7 @@ def test_scatter_multiply_many_rounds():
     y = (1.0 + 0.3 * rng.normal(size=(50, 2))).astype(np.float32)
     x = arr((6, 2))
     run_exact(lambda x, i, y: x.at[i].multiply(y), x, idx(i), fnp.asarray(y))
-    _bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, idx(i),
+    th.bits_equal(jit(lambda x, i, y: x.at[i].multiply(y), backend="triton")(x, idx(i),
                                                                            fnp.asarray(y)),
                 _loop_mul(x, i, y))
 
@@ -352,7 +336,7 @@ def test_mlp_minibatch_step_has_no_fallbacks():
 
     p = {"w1": arr((2, 8)), "b1": arr((8,)), "w2": arr((8, 3)), "b2": arr((3,))}
     x, labels = arr((20, 2)), fnp.asarray(RNG.integers(0, 3, size=20).astype(np.int32))
-    prog = compile_triton(jit(step).lower(p, x, labels, idx([3, 0, 19, 7])).jaxpr)
+    prog = th.triton_program(step, p, x, labels, idx([3, 0, 19, 7]))
     PROGRAMS.append(prog)
     assert not prog.fallbacks, [fb.reason for fb in prog.fallbacks]
     want, got = jit(step)(p, x, labels, idx([3, 0, 19, 7])), \

@@ -7,44 +7,38 @@ transcendentals apart), bytes from what each fused kernel reads and writes.
 """
 from __future__ import annotations
 
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
+
 import json
 import os
 import subprocess
 import sys
 import textwrap
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import functrax
+import functrax.numpy as fnp
+from functrax import lax
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import backend as tbackend
+from functrax.lowering.triton import cache as tcache
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton import inspection
+from functrax.lowering.triton import runtime
+from tests.triton_harness import compiled, dense_relu, ew_chain, program_of, softmax_rows
 
-pytest.importorskip("triton")
-
-import functrax  # noqa: E402
-import functrax.numpy as fnp  # noqa: E402
-from functrax import lax, nn  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import backend as tbackend  # noqa: E402
-from functrax.lowering.triton import cache as tcache  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton import inspection  # noqa: E402
-from functrax.lowering.triton import runtime  # noqa: E402
-
-RNG = np.random.default_rng(0)
 F32 = 4  # bytes
-
-
-def normal(*shape):
-    return RNG.normal(size=shape).astype(np.float32)
+fresh_cache = th.fresh_cache  # autouse: a kernel cache of each test's own
+normal = th.normal_from(np.random.default_rng(0))
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    """A kernel cache of this test's own; the dump flag off before and after."""
-    cache = tcache.KernelCache(str(tmp_path / "kernels"))
-    monkeypatch.setattr(tcache, "_DEFAULT", cache)
+def dump_flag_off():
+    """The ``triton_dump_dir`` flag off before and after each test."""
     functrax.config.update("triton_dump_dir", None)
-    yield cache
+    yield
     functrax.config.update("triton_dump_dir", None)
 
 
@@ -64,18 +58,6 @@ def generations(monkeypatch):
 
 # --- programs ---
 
-def ew_chain(x, y):
-    return fnp.tanh(x * y + 1.0) - fnp.exp(-x) * 0.5
-
-
-def softmax_rows(x):
-    return nn.softmax(x, axis=-1)
-
-
-def dense_relu(x, w, b):
-    return nn.relu(x @ w + b)
-
-
 def update_at(x, i):
     """dynamic_update_slice at a traced start: not lowered to Triton, a numpy fallback."""
     return lax.dynamic_update_slice(x, fnp.array([1.0, 2.0]), (i,))
@@ -91,14 +73,6 @@ def mixed(x, y, w, b, i):
 
 def two_parts(x, y):
     return softmax_rows(x), fnp.exp(y) * 2.0
-
-
-def compiled(fn, *args):
-    return functrax.jit(fn, backend="triton").lower(*args).compile()
-
-
-def program_of(c):
-    return c._entry.exe
 
 
 def sections(text):

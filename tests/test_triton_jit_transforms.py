@@ -9,22 +9,17 @@ with the same functions on the numpy backend; traced jaxprs type-check.
 """
 from __future__ import annotations
 
-import os
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import functrax.numpy as fnp
+from functrax import check_jaxpr, grad, jit, jvp, lax, make_jaxpr, vmap
+from functrax.lowering.triton.backend import STATS
 
-pytest.importorskip("triton")
-
-import functrax.numpy as fnp  # noqa: E402
-from functrax import check_jaxpr, grad, jit, jvp, lax, make_jaxpr, vmap  # noqa: E402
-from functrax.lowering.triton.backend import STATS  # noqa: E402
-
-RNG = np.random.default_rng(0)
-X = fnp.asarray(RNG.normal(size=(3, 5)).astype(np.float32))
-T = fnp.asarray(RNG.normal(size=(3, 5)).astype(np.float32))
+normal = th.normal_from(np.random.default_rng(0))
+X = fnp.asarray(normal(3, 5))
+T = fnp.asarray(normal(3, 5))
 
 
 def f(x):

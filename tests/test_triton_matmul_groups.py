@@ -8,49 +8,35 @@ backend) and with plain numpy; the MLP train step runs with no fallback.
 """
 from __future__ import annotations
 
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
+
 import dataclasses
-import os
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-pytest.importorskip("triton")
-
-import functrax  # noqa: E402
-import functrax.numpy as fnp  # noqa: E402
-from functrax import lax, nn  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import backend as tbackend  # noqa: E402
-from functrax.lowering.triton import cache as tcache  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton import matmul_groups, patterns  # noqa: E402
-from functrax.lowering.triton.codegen import (  # noqa: E402
+import functrax
+import functrax.numpy as fnp
+from functrax import lax, nn
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import backend as tbackend
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton import matmul_groups, patterns
+from functrax.lowering.triton.codegen import (
     GPU_CONFIG, INTERPRETER_CONFIG, KernelConfig,
 )
 
-RNG = np.random.default_rng(1)
+fresh_cache = th.fresh_cache  # autouse: a kernel cache of each test's own
+normal = th.normal_from(np.random.default_rng(1))
+
 HAND = KernelConfig(hand_written=("dense", "softmax", "layernorm"))
 GEN = KernelConfig(hand_written=())  # generated kernels only
 # the GPU's tile sizes (64 x 64 x 32) in the interpreter: several tiles and K steps
 GPU_TILES = dataclasses.replace(GPU_CONFIG, hand_written=())
 
 
-def normal(*shape, dtype=np.float32):
-    return RNG.normal(size=shape).astype(dtype)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(tmp_path, monkeypatch):
-    cache = tcache.KernelCache(str(tmp_path / "kernels"))
-    monkeypatch.setattr(tcache, "_DEFAULT", cache)
-    return cache
-
-
 def program(fn, *args, config=GEN):
-    closed = functrax.jit(fn).lower(*args).jaxpr
-    return tbackend.compile_triton(closed, kernel_config=config)
+    return th.triton_program(fn, *args, kernel_config=config)
 
 
 def leaves(x):
@@ -172,6 +158,15 @@ def test_batched_dot_general_uses_a_batch_grid_axis(fn, shapes, ref, batch):
 OUTER = (((), ()), ((), ()))  # no contracting, no batch dims: K == 1
 
 
+def check_matmul_group_against(fn, shapes, ref):
+    """``fn`` on normal inputs of ``shapes``: MATMUL groups, no fallback, matches ``ref``."""
+    args = tuple(normal(*s) for s in shapes)
+    prog, (got,) = run_both(fn, *args)
+    assert prog.fallbacks == ()
+    assert any(g.kind is GroupKind.MATMUL for g in prog.plan.groups)
+    np.testing.assert_allclose(got, ref(*args), rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("fn, shapes, ref", [
     (lambda x, y: lax.dot_general(x, y, OUTER), ((5,), (7,)), np.outer),
     (lambda x, y: lax.dot_general(x, y, OUTER) * 2.0, ((3,), (4,)),
@@ -183,11 +178,7 @@ OUTER = (((), ()), ((), ()))  # no contracting, no batch dims: K == 1
 ], ids=["outer", "outer_scaled", "tensordot0", "k1", "batched_outer"])
 def test_outer_products_sum_k_once(fn, shapes, ref):
     """A broadcast along the contraction is masked to ``k < K`` (not summed BLOCK_K times)."""
-    args = tuple(normal(*s) for s in shapes)
-    prog, (got,) = run_both(fn, *args)
-    assert prog.fallbacks == ()
-    assert any(g.kind is GroupKind.MATMUL for g in prog.plan.groups)
-    np.testing.assert_allclose(got, ref(*args), rtol=2e-5, atol=2e-6)
+    check_matmul_group_against(fn, shapes, ref)
 
 
 def test_integer_outer_product_across_tiles():
@@ -213,11 +204,7 @@ def test_integer_outer_product_across_tiles():
         "einsum_scalar", "batch_only"])
 def test_operands_without_free_or_contracting_dims(fn, shapes, ref):
     """Vectors and batch-only operands run as a 1 x 1 or 1 x N tile of a generated kernel."""
-    args = tuple(normal(*s) for s in shapes)
-    prog, (got,) = run_both(fn, *args)
-    assert prog.fallbacks == ()
-    assert any(g.kind is GroupKind.MATMUL for g in prog.plan.groups)
-    np.testing.assert_allclose(got, ref(*args), rtol=2e-5, atol=2e-6)
+    check_matmul_group_against(fn, shapes, ref)
 
 
 def test_dot_of_vectors_across_k_steps():

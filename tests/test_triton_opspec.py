@@ -19,26 +19,22 @@ reuse what the per-case tests built, and still work when run alone.
 """
 from __future__ import annotations
 
-import os
+from tests import triton_harness  # noqa: F401 - first: sets TRITON_INTERPRET=1 for triton
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import collections
+import time
 
-import collections  # noqa: E402
-import time  # noqa: E402
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-pytest.importorskip("triton")
-
-import functrax.numpy as fnp  # noqa: E402
-from functrax import grad, jit, jvp, vmap  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton.backend import compile_triton  # noqa: E402
-from tests import test_composition as C  # noqa: E402
-from tests.opspec import all_specs  # noqa: E402
-from tests.test_opspec import assert_matches  # noqa: E402
+import functrax.numpy as fnp
+from functrax import grad, jit, jvp, vmap
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton.backend import compile_triton
+from tests import test_composition as C
+from tests.opspec import all_specs
+from tests.test_opspec import assert_matches
 
 FUSIBLE = (GroupKind.ELEMENTWISE, GroupKind.REDUCTION)
 # codegen rejections of ELEMENTWISE/REDUCTION groups that are not bugs: Triton has no

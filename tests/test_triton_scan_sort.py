@@ -5,33 +5,23 @@ compiles for sm_90.
 """
 from __future__ import annotations
 
-import os
+from tests import triton_harness as th  # first: sets TRITON_INTERPRET=1 for triton
 
-os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
+import json
+import pathlib
+import re
 
-import json  # noqa: E402
-import pathlib  # noqa: E402
-import re  # noqa: E402
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-pytest.importorskip("triton")
-
-import functrax.numpy as fnp  # noqa: E402
-from functrax import jit, lax, random  # noqa: E402
-from functrax.lowering.fusion_types import GroupKind  # noqa: E402
-from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from functrax.lowering.triton.backend import compile_triton  # noqa: E402
-from functrax.lowering.triton.codegen import KernelConfig  # noqa: E402
-from functrax.random._prng import bitcast_convert_type  # noqa: E402
-from functrax.test_util import enable_x64  # noqa: E402
-
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover
-    BF16 = None
+import functrax.numpy as fnp
+from functrax import jit, lax, random
+from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.triton import compile as tcompile
+from functrax.lowering.triton.codegen import KernelConfig
+from functrax.random._prng import bitcast_convert_type
+from functrax.test_util import enable_x64
+from tests.triton_harness import BF16
 
 _PROGRAMS = []  # every program built here: their kernels are compiled for sm_90 below
 
@@ -40,27 +30,20 @@ def _run(f, *args, kernel_config=None):
     """(numpy backend result, Triton result, Triton program) of ``f`` on ``args``."""
     args = [fnp.asarray(a) for a in args]
     want = jit(f)(*args)
-    prog = compile_triton(jit(f).lower(*args).jaxpr, kernel_config=kernel_config)
+    prog = th.triton_program(f, *args, kernel_config=kernel_config)
     _PROGRAMS.append(prog)
     got = prog.run(*[np.asarray(a) for a in args])
     if kernel_config is None:  # what jit(backend="triton") runs is the same program
         got2 = jit(f, backend="triton")(*args)
         got2 = list(got2) if isinstance(got2, (list, tuple)) else [got2]
         for a, b in zip(got, got2):
-            _bits_equal(np.asarray(a), np.asarray(b))
+            th.bits_equal(np.asarray(a), np.asarray(b))
     want = list(want) if isinstance(want, (list, tuple)) else [want]
     return [np.asarray(w) for w in want], got, prog
 
 
 def _no_fallback(prog):
     assert not prog.fallbacks, prog.fallbacks
-
-
-def _bits_equal(got, want):
-    """Equal as stored bits (-0.0 vs 0.0 and NaN payloads count)."""
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
-    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
-    np.testing.assert_array_equal(got.view(view), want.view(view))
 
 
 def _ulps(got, want):
@@ -109,7 +92,7 @@ def test_scan_matches_numpy_backend(name, dtype, shape, axis, reverse):
     _no_fallback(prog)
     assert got.dtype == want.dtype and got.shape == want.shape
     if np.dtype(dtype).kind in "iub" or name in ("cummax", "cummin"):
-        _bits_equal(got, want)  # exact, NaN propagated as JAX does
+        th.bits_equal(got, want)  # exact, NaN propagated as JAX does
     else:  # a parallel scan associates differently; numpy accumulates float16 in float16
         tol = 1e-2 if dtype == "float16" else 2e-6
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
@@ -177,10 +160,10 @@ def test_sort_matches_numpy_backend(dtype, shape, axis):
     x = _sort_input(dtype, shape, np.random.RandomState(sum(shape)))
     (want,), (got,), prog = _run(lambda a: fnp.sort(a, axis=axis), x)
     _no_fallback(prog)
-    _bits_equal(got, want)  # NaNs last, -0.0 and 0.0 in their original order (stable)
+    th.bits_equal(got, want)  # NaNs last, -0.0 and 0.0 in their original order (stable)
     if x.dtype.kind in "fV":  # and both are numpy's stable sort of the widened values
         order = np.argsort(x.astype(np.float64), axis=axis, kind="stable")
-        _bits_equal(got, np.take_along_axis(x, order, axis=axis))
+        th.bits_equal(got, np.take_along_axis(x, order, axis=axis))
 
 
 @pytest.mark.parametrize("dtype, shape, axis", SORT_CASES)
@@ -202,7 +185,7 @@ def test_numpy_backend_sorts_bfloat16_like_float32():
                   [np.nan, 0.25, -0.0, 0.0, 1e30, -1e-30, 7.0, 7.0, -np.nan, -1.0]], BF16)
     order = np.argsort(x.astype(np.float32), axis=1, kind="stable")
     for f in (lambda a: fnp.sort(a, axis=1), jit(lambda a: fnp.sort(a, axis=1))):
-        _bits_equal(np.asarray(f(fnp.asarray(x))),
+        th.bits_equal(np.asarray(f(fnp.asarray(x))),
                     np.take_along_axis(x, order, axis=1))
     np.testing.assert_array_equal(np.asarray(fnp.argsort(fnp.asarray(x), axis=1)), order)
     keys = np.array([[1, 0, 1, 0, 1, 0, 1, 0, 1, 0]] * 2, np.int32)
@@ -237,7 +220,7 @@ def test_lexsort_several_keys():
                            a.T.copy(), c.T.copy(), b.T.copy())
     _no_fallback(prog)
     for g, w in zip(got, want):
-        _bits_equal(g, w)
+        th.bits_equal(g, w)
 
 
 def test_sort_fallbacks_name_their_reason():
@@ -276,7 +259,7 @@ def test_bitcast_same_width(src, dst):
     x = x.view(src)
     (want,), (got,), prog = _run(lambda a: bitcast_convert_type(a, dst), x)
     _no_fallback(prog)
-    _bits_equal(got, want)
+    th.bits_equal(got, want)
 
 
 def test_bitcast_changing_width_is_a_listed_fallback():
@@ -335,11 +318,11 @@ def test_samplers_are_bit_exact_on_triton(case):
     (want,), (got,), prog = _run(f, random.PRNGKey(seed))
     g = got.reshape(-1)
     if "bits_uint32" in case:
-        _bits_equal(got, want)  # float samplers too (log1p / expm1 / erf in float64 on both)
+        th.bits_equal(got, want)  # float samplers too (log1p / expm1 / erf in float64 on both)
         jax = np.asarray(case["bits_uint32"], np.uint32).view(np.float32)
         assert _ulps(g, jax).max() <= 3
     else:
-        _bits_equal(got, want)  # integers, booleans and keys: bit for bit
+        th.bits_equal(got, want)  # integers, booleans and keys: bit for bit
         np.testing.assert_array_equal(g, np.asarray(case["values"]).astype(g.dtype))
     if re.match(r"(split|fold_in|bits|uniform|normal|randint|bernoulli|gumbel|exponential|"
                 r"permutation)\(", case["call"]):
@@ -350,7 +333,7 @@ def test_normal_under_jit_triton_has_no_fallback():
     key = random.PRNGKey(3)
     (want,), (got,), prog = _run(lambda k: random.normal(k, (64, 33)), key)
     _no_fallback(prog)
-    _bits_equal(got, want)
+    th.bits_equal(got, want)
     prims = {e.primitive.name for g in prog.plan.groups for e in g.eqns}
     assert {"threefry2x32", "bitcast_convert_type"} <= prims
 
@@ -363,7 +346,7 @@ def test_float_samplers_bit_exact_on_many_draws(name):
     f = (lambda k: fn(k, -1.5, 0.5, (64, 33))) if name == "truncated_normal" else \
         (lambda k: fn(k, (64, 33)))
     (want,), (got,), prog = _run(f, random.PRNGKey(11))
-    _bits_equal(got, want)
+    th.bits_equal(got, want)
 
 
 def _float32_sweep(n, rng):
@@ -389,12 +372,12 @@ def test_float32_special_functions_bit_exact(name):
         x[big] = (x[big] * np.float32(1e-36)).astype(np.float32)
     (want,), (got,), prog = _run(getattr(lax, name), x)
     _no_fallback(prog)
-    _bits_equal(got, want)
+    th.bits_equal(got, want)
     ref = {"log1p": np.log1p, "expm1": np.expm1,
            "erf": np.frompyfunc(__import__("math").erf, 1, 1)}[name]
     with np.errstate(all="ignore"):
         exact = np.asarray(ref(x.astype(np.float64)), np.float64).astype(np.float32)
-    _bits_equal(np.where(np.isnan(exact), np.float32(np.nan), got),
+    th.bits_equal(np.where(np.isnan(exact), np.float32(np.nan), got),
                 np.where(np.isnan(exact), np.float32(np.nan), exact))
 
 

@@ -22,7 +22,7 @@ from functrax.lowering.triton.control_flow import cond_rule as triton_cond_rule
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
 from functrax.tracing import trace_to_jaxpr
-from functrax.transforms.ad import jvp_flat
+from functrax.transforms.ad import jvp_jaxpr_nz
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
@@ -62,39 +62,14 @@ def _is_float0(aval) -> bool:
     return aval.dtype == dtypes.float0
 
 
-def _jvp_branch(closed: ClosedJaxpr, nonzero, inst):
-    """(jaxpr of (primals, nonzero tangents) -> (outs, tangent outs), which tangent outputs
-    are nonzero). ``inst``: None to output only this branch's nonzero tangents, or one bool
-    per output: output exactly those tangents (zeros where symbolic)."""
-    in_avals = list(closed.in_avals)
-    n = len(in_avals)
-    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
-    box = []
-
-    def f(*args):
-        ts = iter(args[n:])
-        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
-        outs, t_outs = jvp_flat(lambda *p: core.eval_jaxpr(closed.jaxpr, closed.consts, *p),
-                                list(args[:n]), tangents)
-        nz_out = [type(t) is not Zero and not _is_float0(tangent_aval(core.get_aval(o)))
-                  for o, t in zip(outs, t_outs)]
-        box.append(nz_out)
-        keep = nz_out if inst is None else inst
-        t_avals_out = [tangent_aval(core.get_aval(o)) for o in outs]
-        return list(outs) + [instantiate(Zero(a) if not nz else t)
-                             for t, a, nz, k in zip(t_outs, t_avals_out, nz_out, keep) if k]
-
-    return trace_to_jaxpr(f, in_avals + t_avals), box[0]
-
-
 def _cond_jvp(primals, tangents, *, branches):
     index, ops = primals[0], primals[1:]
     op_ts = tangents[1:]
     nonzero = [type(t) is not Zero and not _is_float0(tangent_aval(core.get_aval(p)))
                for p, t in zip(ops, op_ts)]
-    traced = [_jvp_branch(b, nonzero, None) for b in branches]
+    traced = [jvp_jaxpr_nz(b, nonzero, False) for b in branches]
     out_nz = [any(col) for col in zip(*[nz for _, nz in traced])]
-    traced = [j if nz == out_nz else _jvp_branch(b, nonzero, out_nz)[0]
+    traced = [j if nz == out_nz else jvp_jaxpr_nz(b, nonzero, out_nz)[0]
               for (j, nz), b in zip(traced, branches)]
     jaxprs, consts = join_closed(traced)
     nz_ts = [t for t, nz in zip(op_ts, nonzero) if nz]

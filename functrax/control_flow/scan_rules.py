@@ -27,7 +27,7 @@ from functrax.lowering.triton.control_flow import step_rules as triton_step_rule
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
 from functrax.passes.inline import inlinable
 from functrax.tracing import trace_to_jaxpr
-from functrax.transforms.ad import jvp_flat
+from functrax.transforms.ad import jvp_jaxpr_nz
 from functrax.transforms.batching import (
     batch_jaxpr, bdim_at_front, matchaxis, moveaxis, vmap_rules,
 )
@@ -64,27 +64,6 @@ def _nonzero(t) -> bool:
     return type(t) is not Zero and getattr(t, "dtype", None) != dtypes.float0
 
 
-def _jvp_body(closed, nonzero, inst):
-    """Trace the body's JVP: (primals, nonzero tangents) -> (outs, nonzero tangent outs);
-    tangent outputs flagged in ``inst`` are instantiated. Returns (ClosedJaxpr, out_nz)."""
-    n = len(nonzero)
-    in_avals = closed.in_avals
-    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
-    box = []
-
-    def f(*args):
-        ts = iter(args[n:])
-        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
-        outs, t_outs = jvp_flat(lambda *p: core.eval_jaxpr(closed.jaxpr, closed.consts, *p),
-                                list(args[:n]), tangents)
-        t_outs = [instantiate(t) if i else (t if _nonzero(t) else None)
-                  for t, i in zip(t_outs, inst)]
-        box.append([t is not None for t in t_outs])
-        return list(outs) + [t for t in t_outs if t is not None]
-
-    return trace_to_jaxpr(f, list(in_avals) + t_avals), box[0]
-
-
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, num_carry):
     params = dict(length=length, reverse=reverse, unroll=unroll)
     n_in, n_out = len(primals), len(jaxpr.out_avals)
@@ -94,7 +73,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
     floats = [_is_float(a) for a in jaxpr.in_avals[num_consts:num_consts + num_carry]]
     carry_nz = init_nz
     for _ in range(num_carry + 1):
-        body, out_nz = _jvp_body(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * ny)
+        body, out_nz = jvp_jaxpr_nz(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * ny)
         new = [(a or b) and f for a, b, f in zip(carry_nz, out_nz[:num_carry], floats)]
         if new == carry_nz:
             break

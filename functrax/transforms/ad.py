@@ -86,3 +86,32 @@ def jvp_jaxpr(closed: core.ClosedJaxpr, nonzero) -> core.ClosedJaxpr:
         return list(outs) + [instantiate(t) for t in t_outs]
 
     return trace_to_jaxpr(f, in_avals + t_avals)
+
+
+def jvp_jaxpr_nz(closed: core.ClosedJaxpr, nonzero, inst):
+    """The JVP of ``closed`` keeping symbolic zeros out of its outputs: a jaxpr of
+    (primals, nonzero tangents) -> (primal outs, emitted tangent outs), and which tangent
+    outputs it emits. Output ``k``'s tangent is emitted when ``inst[k]`` (``inst`` may be one
+    bool for all; zeros where it is symbolic) or when it is nonzero (not a symbolic zero,
+    not float0). Control-flow rules call it until their branches/bodies agree.
+    """
+    from functrax import dtypes
+    from functrax.tracing import trace_to_jaxpr
+    n = len(nonzero)
+    in_avals = list(closed.in_avals)
+    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
+    box = []
+
+    def f(*args):
+        ts = iter(args[n:])
+        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
+        outs, t_outs = jvp_flat(lambda *p: core.eval_jaxpr(closed.jaxpr, closed.consts, *p),
+                                list(args[:n]), tangents)
+        flags = [inst] * len(outs) if isinstance(inst, bool) else list(inst)
+        emit = [i or (type(t) is not Zero
+                      and tangent_aval(core.get_aval(o)).dtype != dtypes.float0)
+                for o, t, i in zip(outs, t_outs, flags)]
+        box.append(emit)
+        return list(outs) + [instantiate(t) for t, e in zip(t_outs, emit) if e]
+
+    return trace_to_jaxpr(f, in_avals + t_avals), box[0]

@@ -20,6 +20,7 @@ from functrax import core, grad, jit, lax, make_jaxpr, pmap, vmap
 from functrax.devices import Device, ShardedArray, clear_backends
 from functrax.test_util import check_grads
 from functrax.transforms.pmap_runtime import CollectiveTimeoutError
+from tests.collective_refs import ref_all_gather, ref_all_to_all, ref_ppermute, ref_psum_scatter
 
 N = 4
 RNG = np.random.default_rng(0)
@@ -108,39 +109,7 @@ def test_device_put_sharded_and_replicated():
         functrax.device_put_replicated(1.0, [])
 
 
-# --- numpy references: X holds the per-device values along axis 0 ---
-
-
-def ref_all_gather(X, axis=0, tiled=False):
-    g = np.concatenate(list(X), axis) if tiled else np.stack(list(X), axis)
-    return np.broadcast_to(g, (len(X),) + g.shape)
-
-
-def ref_ppermute(X, perm):
-    out = np.zeros_like(X)
-    for src, dst in perm:
-        out[dst] = X[src]
-    return out
-
-
-def ref_all_to_all(X, split, concat, tiled):
-    n = len(X)
-    outs = []
-    for i in range(n):
-        if tiled:
-            outs.append(np.concatenate([np.split(X[j], n, axis=split)[i] for j in range(n)],
-                                       axis=concat))
-        else:
-            outs.append(np.stack([np.take(X[j], i, axis=split) for j in range(n)], concat))
-    return np.stack(outs)
-
-
-def ref_psum_scatter(X, dim=0, tiled=False):
-    total = X.sum(0)
-    if tiled:
-        return np.stack(np.split(total, len(X), axis=dim))
-    return np.moveaxis(total, dim, 0)
-
+# --- numpy references (tests/collective_refs.py): X holds the per-device values ---
 
 PERM = ((0, 1), (1, 2), (2, 3), (3, 0))
 PARTIAL_PERM = ((0, 2), (3, 1))

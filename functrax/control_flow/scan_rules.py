@@ -25,6 +25,7 @@ from functrax.core import ClosedJaxpr, Jaxpr, Var
 from functrax.lowering.triton.control_flow import scan_rule as triton_scan_rule
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
+from functrax.passes.hoist_accumulators import hoist_rules, rewrite_scan
 from functrax.passes.inline import inlinable
 from functrax.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
@@ -353,3 +354,4 @@ def _scan_dce(used_outputs, eqn):
 
 
 dce_rules[scan_p] = _scan_dce
+hoist_rules[scan_p] = rewrite_scan

@@ -24,6 +24,11 @@ from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from functrax.passes.dce import dce_jaxpr
 
 
+# primitive -> rewrite(eqn) -> replacement equations or None (registered by the primitive's
+# rule module: scan_rules registers ``rewrite_scan``)
+hoist_rules: dict = {}
+
+
 def hoist_accumulators(jaxpr: Jaxpr) -> Jaxpr:
     """Rewrite every top-level ``scan`` with hoistable accumulator carries (see the module).
 
@@ -39,7 +44,8 @@ def hoist_accumulators(jaxpr: Jaxpr) -> Jaxpr:
     """
     eqns, changed = [], False
     for eqn in jaxpr.eqns:
-        new = _rewrite_scan(eqn) if eqn.primitive.name == "scan" else None
+        rule = hoist_rules.get(eqn.primitive)
+        new = rule(eqn) if rule is not None else None
         if new is None:
             eqns.append(eqn)
         else:
@@ -101,7 +107,7 @@ def _hoisted_eqn(e, stacked, out):
     return JaxprEqn(stacked, [out], e.primitive, dict(e.params, dimension_numbers=dn))
 
 
-def _rewrite_scan(eqn):
+def rewrite_scan(eqn):
     closed, nc, ncar = eqn.params["jaxpr"], eqn.params["num_consts"], eqn.params["num_carry"]
     length, body = eqn.params["length"], closed.jaxpr
     uses = _uses(body)

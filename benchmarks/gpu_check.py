@@ -200,7 +200,7 @@ def section_composition(opts):
 
 
 def _sync():
-    from functrax.lowering.gpu_buffer import context
+    from functrax.runtime.gpu_buffer import context
     context(0).sync()
 
 
@@ -232,7 +232,7 @@ COPY_GBS = {}
 
 
 def section_copy(opts):
-    from functrax.lowering.gpu_buffer import GpuBuffer
+    from functrax.runtime.gpu_buffer import GpuBuffer
     nbytes = 1 << 30
     buf = GpuBuffer((nbytes // 4,), np.float32)
     ms = best_ms(buf.copy, reps=10)
@@ -274,7 +274,7 @@ def _kernel_only_ms(prog, g):
     if len(prog.kernels) != 1 or prog.fallbacks:
         return None
     from functrax.core import Literal
-    from functrax.lowering.gpu_buffer import GpuBuffer
+    from functrax.runtime.gpu_buffer import GpuBuffer
     from functrax.lowering.triton import runtime
     p = prog.program
     step = next(s for s in p.steps if s.kernel is not None)
@@ -395,7 +395,7 @@ def section_mlp(opts):
 def section_info(opts):
     import triton
 
-    from functrax.lowering import gpu_buffer
+    from functrax.runtime import gpu_buffer
     ctx = gpu_buffer.context(0)
     core = gpu_buffer.cuda_core()
     record("device", "INFO", f"{ctx.name}, sm_{ctx.compute_capability}, triton "
@@ -415,8 +415,8 @@ def section_pmap(opts):
     import functrax.numpy as fnp
     from functrax import lax
     from functrax.config import config
-    from functrax.lowering import gpu_buffer
-    from functrax.transforms import pmap_gpu
+    from functrax.runtime import gpu_buffer
+    from functrax.runtime import pmap_gpu
     gpus = functrax.devices("gpu")
     n = len(gpus)
     rng = np.random.RandomState(0)

@@ -18,7 +18,7 @@ import numpy as np
 
 import functrax
 import functrax.numpy as fnp
-from functrax.lowering.executor import compile_jaxpr
+from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.passes.pipeline import optimize
 
 TARGET_OVERHEAD_US = 8.0

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
 from functrax import lax  # noqa: E402
-from functrax.lowering.executor import compile_jaxpr  # noqa: E402
+from functrax.lowering.numpy.executor import compile_jaxpr  # noqa: E402
 from functrax.passes import pipeline  # noqa: E402
 from functrax.tree_util import tree_leaves  # noqa: E402
 

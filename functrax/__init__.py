@@ -13,11 +13,11 @@ from functrax.errors import (  # noqa: F401
     TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from functrax.lowering import numpy_backend as _numpy_backend  # noqa: F401
+from functrax.lowering.numpy import rules as _numpy_backend  # noqa: F401
 from functrax import lax  # noqa: F401
 from functrax import numpy  # noqa: F401
 from functrax import tree_util  # noqa: F401
-from functrax.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
+from functrax.core.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
 
 __version__ = "0.1.0"
 from functrax.transforms import (  # noqa: F401,E402
@@ -30,7 +30,7 @@ from functrax.transforms import block_until_ready, disable_jit, jit  # noqa: F40
 from functrax import control_flow as _control_flow  # noqa: F401,E402  (adds lax.cond, ...)
 from functrax import nn, optim  # noqa: F401,E402
 from functrax import random  # noqa: F401,E402
-from functrax.devices import devices, local_devices, device_count, local_device_count, process_index, process_count, device_put_sharded, device_put_replicated  # noqa
+from functrax.runtime.devices import devices, local_devices, device_count, local_device_count, process_index, process_count, device_put_sharded, device_put_replicated  # noqa
 from functrax.transforms.pmap import pmap  # noqa
-from functrax.devices import device_put, default_backend  # noqa: E402,F401
+from functrax.runtime.devices import device_put, default_backend  # noqa: E402,F401
 from functrax import distributed  # noqa: E402  (initialize() under mpiexec; imports no mpi4py)

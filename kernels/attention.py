@@ -23,8 +23,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from functrax.lowering.fusion_types import GroupKind
-from kernels import _launch
+from functrax.lowering.fusion.types import GroupKind
+from kernels import launcher as _launch
 
 __all__ = ["attention_kernel", "attention", "build", "reference", "CONFIGS", "pick_config",
            "compile_sm90"]

@@ -10,8 +10,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from functrax.lowering.fusion_types import GroupKind
-from kernels import _launch
+from functrax.lowering.fusion.types import GroupKind
+from kernels import launcher as _launch
 
 __all__ = ["layernorm_kernel", "layernorm", "build", "reference", "CONFIGS", "pick_config",
            "compile_sm90"]

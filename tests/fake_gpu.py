@@ -51,8 +51,8 @@ class FakeGpuBuffer:
 
 def install(monkeypatch, n_devices: int = 1) -> list:
     """Make the runtime see ``n_devices`` fake GPUs; returns the launch log."""
-    from functrax import gpu
-    from functrax.lowering import gpu_buffer
+    from functrax.runtime import gpu_devices as gpu
+    from functrax.runtime import gpu_buffer
     from functrax.lowering.triton import runtime
     launches = []
     lock = threading.Lock()  # Triton's interpreter patches triton.language: one at a time

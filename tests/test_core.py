@@ -12,7 +12,7 @@ from functrax.core import (
     ClosedJaxpr, Jaxpr, JaxprEqn, Primitive, ShapedArray, Var, check_jaxpr, eval_jaxpr,
 )
 from functrax.errors import JaxprTypeError, MissingRuleError
-from functrax.tracing import ShapeDtypeStruct, eval_shape
+from functrax.core.tracing import ShapeDtypeStruct, eval_shape
 
 F32 = np.dtype(np.float32)
 

@@ -26,10 +26,12 @@ pytest.importorskip("triton")
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
-from functrax import gpu, nn  # noqa: E402
-from functrax.lowering import gpu_buffer  # noqa: E402
-from functrax.lowering.fusion import plan_fusion  # noqa: E402
-from functrax.lowering.triton import autotune, cache as tcache, gpu_launch, runtime  # noqa: E402
+from functrax.runtime import gpu_devices as gpu  # noqa: E402
+from functrax import nn
+from functrax.runtime import gpu_buffer  # noqa: E402
+from functrax.lowering.fusion.planner import plan_fusion  # noqa: E402
+from functrax.lowering.triton import autotune, cache as tcache, runtime  # noqa: E402
+from functrax.runtime import gpu_launch
 from functrax.lowering.triton.codegen import GPU_CANDIDATES, KernelConfig  # noqa: E402
 from functrax.passes.pipeline import optimize  # noqa: E402
 from tests import fake_gpu as fake_gpu_lib  # noqa: E402
@@ -112,7 +114,7 @@ def test_gpu_device_repr_and_equality():
 
 
 def test_jit_backend_selection_on_cpu():
-    from functrax.lowering.executor import Executable
+    from functrax.lowering.numpy.executor import Executable
     from functrax.lowering.triton.backend import TritonProgram
     f = lambda x: fnp.exp(x) * 2.0
     x = fnp.linspace(0.0, 1.0, 8)

@@ -1,4 +1,4 @@
-"""The jit executor (functrax/lowering/executor.py) and the dot_general fast paths: results
+"""The jit executor (functrax/lowering/numpy/executor.py) and the dot_general fast paths: results
 equal the eager numpy backend exactly, and buffer reuse never overwrites a buffer that an
 input, a const, an output or a live view still refers to."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ import functrax.numpy as fnp
 from functrax import lax
 from functrax import primitives as P
 from functrax.core import eval_jaxpr
-from functrax.lowering import executor as X
-from functrax.lowering import numpy_backend as NB
-from functrax.lowering.executor import compile_jaxpr
+from functrax.lowering.numpy import executor as X
+from functrax.lowering.numpy import rules as NB
+from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.passes.inline import inline_closed
 from tests.opspec import all_specs
 

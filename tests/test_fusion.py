@@ -1,4 +1,4 @@
-"""The fusion planner (functrax/lowering/fusion.py).
+"""The fusion planner (functrax/lowering/fusion/planner.py).
 
 Every plan is checked for the partition invariants (each non-view equation in exactly one
 group, views only where read, groups in execution order, inputs and outputs exact, each group
@@ -17,11 +17,11 @@ import functrax.numpy as fnp
 from functrax import lax, nn, random
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from functrax.core import Primitive
-from functrax.lowering import fusion
-from functrax.lowering.fusion import (
+from functrax.lowering.fusion import planner as fusion
+from functrax.lowering.fusion.planner import (
     FusionConfig, GroupKind, classify, describe_plan, group_layout, plan_fusion,
 )
-from functrax.lowering.fusion_types import FusionGroup
+from functrax.lowering.fusion.types import FusionGroup
 from functrax.passes.pipeline import optimize
 from functrax.primitives import primitive_registry
 

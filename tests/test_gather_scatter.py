@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import functrax.core
 from functrax.core import Array, ShapedArray
-from functrax.lowering import numpy_backend
+from functrax.lowering.numpy import rules as numpy_backend
 from functrax.primitives.gather_scatter import (
     GatherDimensionNumbers as GDN,
 )

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 pytest.importorskip("triton")
 
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
-from kernels import _launch, layernorm, matmul, softmax  # noqa: E402
+from kernels import launcher as _launch, layernorm, matmul, softmax  # noqa: E402
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 TOL = {F32: (1e-5, 1e-5), F16: (2e-3, 2e-3)}

@@ -53,13 +53,13 @@ def checked_jaxpr(fn, *args):
 
 def prims(closed):
     """Names of the primitives of ``closed`` and of its sub-jaxprs (recursively)."""
-    from functrax.core import _sub_jaxprs
+    from functrax.core import sub_jaxprs
     out = []
 
     def walk(j):
         for e in j.eqns:
             out.append(e.primitive.name)
-            for sub in _sub_jaxprs(e.params):
+            for sub in sub_jaxprs(e.params):
                 walk(sub)
     walk(closed.jaxpr)
     return out

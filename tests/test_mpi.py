@@ -195,7 +195,7 @@ def test_initialize_after_devices_were_used_raises():
 
 
 def test_initialize_without_mpi4py_names_the_extra(monkeypatch):
-    from functrax.devices import clear_backends
+    from functrax.runtime.devices import clear_backends
     clear_backends()
     monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py raises ImportError
     with pytest.raises(ImportError, match=r"functrax\[mpi\]"):

@@ -17,9 +17,9 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import core, grad, jit, lax, make_jaxpr, pmap, vmap
-from functrax.devices import Device, ShardedArray, clear_backends
+from functrax.runtime.devices import Device, ShardedArray, clear_backends
 from functrax.test_util import check_grads
-from functrax.transforms.pmap_runtime import CollectiveTimeoutError
+from functrax.runtime.pmap_runtime import CollectiveTimeoutError
 from tests.collective_refs import ref_all_gather, ref_all_to_all, ref_ppermute, ref_psum_scatter
 
 N = 4
@@ -373,7 +373,7 @@ def test_traced_once_per_signature():
 def test_replicas_run_concurrently():
     # every replica in a thread of its own, all running at the same time: a barrier of N
     # parties only opens if they do
-    from functrax.transforms import pmap_runtime as rt
+    from functrax.runtime import pmap_runtime as rt
     barrier = threading.Barrier(N, timeout=10)
 
     def body(i):
@@ -389,7 +389,7 @@ def test_replicas_run_concurrently():
 
 
 def test_error_in_one_replica_is_raised():
-    from functrax.transforms import pmap_runtime as rt
+    from functrax.runtime import pmap_runtime as rt
 
     def body(i):
         if i == 2:
@@ -498,7 +498,7 @@ def test_timeout_in_nested_pmap(short_timeout):
 def test_doctests():
     import doctest
     import sys
-    for name in ("functrax.devices", "functrax.transforms.pmap"):
+    for name in ("functrax.runtime.devices", "functrax.transforms.pmap"):
         result = doctest.testmod(sys.modules[name])
         assert result.failed == 0 and result.attempted > 0, name
     assert functrax.device_count() == N

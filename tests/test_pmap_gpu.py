@@ -30,11 +30,12 @@ pytest.importorskip("triton")
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
-from functrax import gpu, lax  # noqa: E402
+from functrax.runtime import gpu_devices as gpu  # noqa: E402
+from functrax import lax
 from functrax.config import config  # noqa: E402
-from functrax.devices import ShardedArray  # noqa: E402
+from functrax.runtime.devices import ShardedArray  # noqa: E402
 from functrax.lowering.triton import autotune, cache as tcache  # noqa: E402
-from functrax.transforms import nccl_communicator as nc, pmap_gpu  # noqa: E402
+from functrax.runtime import nccl_communicator as nc, pmap_gpu  # noqa: E402
 from tests import fake_gpu as fake_gpu_lib  # noqa: E402
 from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
 
@@ -277,7 +278,7 @@ def test_nccl_calls_are_grouped_per_collective_and_comms_reused(fake_nccl):
                                    rtol=1e-5)
     assert fake_nccl.inits == [[0, 1]]  # one NCCL communicator per device set
     assert fake_nccl.log == ["allreduce"] * 8
-    text = functrax.transforms.pmap_gpu.program_text(f)
+    text = functrax.runtime.pmap_gpu.program_text(f)
     assert "collectives: NCCL (nccl4py fake)" in text and "GPUs [0, 1]" in text
     assert "fused_sin" in text or "sin" in text
 

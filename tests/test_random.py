@@ -517,7 +517,7 @@ def test_choice():
 
 
 def test_fma_is_rounded_once():
-    from functrax.random._float_math import fma
+    from functrax.random.float_math import fma
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(2000) * 10.0 ** rng.integers(-3, 4, 2000)
                for _ in range(3))
@@ -534,7 +534,7 @@ def test_fma_is_rounded_once():
 
 
 def test_log_and_erf_inv_kernels_are_accurate():
-    from functrax.random._float_math import erf_inv, log
+    from functrax.random.float_math import erf_inv, log
     x = np.concatenate([np.geomspace(1e-37, 1e37, 500), np.linspace(0.5, 2.0, 500)])
     x = x.astype(np.float32)
     got = np.asarray(log(fnp.asarray(x)))
@@ -653,6 +653,6 @@ def test_traced_population_size_error():
 
 
 def test_doctests():
-    for mod in ("functrax.random", "functrax.random._prng", "functrax.random._distributions"):
+    for mod in ("functrax.random", "functrax.random.prng", "functrax.random.distributions"):
         result = doctest.testmod(sys.modules[mod])
         assert result.failed == 0, mod

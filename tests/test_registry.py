@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.primitives import primitive_registry
 from tests.opspec import all_specs
 

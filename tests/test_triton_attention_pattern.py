@@ -1,4 +1,4 @@
-"""The attention pattern (``functrax/lowering/fusion_attention.py``) on the Triton backend.
+"""The attention pattern (``functrax/passes/attention.py``) on the Triton backend.
 
 ``softmax(q @ k^T * scale [causal mask]) @ v`` written with functrax.numpy / functrax.nn is
 rewritten to one ``fused_attention`` equation and runs ``kernels/attention.py``; results
@@ -20,9 +20,9 @@ import functrax
 import functrax.numpy as fnp
 from functrax import nn
 from functrax.core import check_jaxpr
-from functrax.lowering import fusion_attention as fa
-from functrax.lowering.fusion import plan_fusion
-from functrax.lowering.fusion_types import GroupKind
+from functrax.passes import attention as fa
+from functrax.lowering.fusion.planner import plan_fusion
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import backend as tbackend
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton.codegen import (

@@ -17,8 +17,8 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import lax, nn
-from functrax.lowering.executor import Executable
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.numpy.executor import Executable
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import backend as tbackend
 from functrax.tree_util import tree_leaves
 from tests.triton_harness import compiled, dense_relu, ew_chain, program_of, softmax_rows

@@ -21,7 +21,7 @@ import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
 from functrax import core, lax, nn  # noqa: E402
 from functrax import primitives as P  # noqa: E402
-from functrax.lowering.fusion_types import FusionGroup, GroupKind  # noqa: E402
+from functrax.lowering.fusion.types import FusionGroup, GroupKind  # noqa: E402
 from functrax.lowering.triton import cache as tcache  # noqa: E402
 from functrax.lowering.triton import codegen, rules, runtime  # noqa: E402
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
@@ -250,7 +250,7 @@ def _saturating_int32(x):
 
 
 # The numpy backend clips in float32, where 2**31 - 1 rounds to 2**31, so +inf and 3e9 become
-# INT_MIN there (a bug of functrax/lowering/numpy_backend.py::_convert); JAX gives INT_MAX.
+# INT_MIN there (a bug of functrax/lowering/numpy/rules.py::_convert); JAX gives INT_MAX.
 REFERENCE_OVERRIDES = {"convert_f32_int32": _saturating_int32,
                        "convert_f16_i32": _saturating_int32}
 
@@ -713,7 +713,7 @@ PLANNED = [
 def test_planned_groups_run(prog, kcache):
     """Every elementwise / reduction group of plan_fusion runs as a kernel; the groups are
     chained, the others (matmul) evaluated with the numpy backend."""
-    fusion = pytest.importorskip("functrax.lowering.fusion")
+    fusion = pytest.importorskip("functrax.lowering.fusion.planner")
     _, f, args = prog
     closed = functrax.jit(f).lower(*args).jaxpr
     env = dict(zip(closed.jaxpr.constvars, closed.consts))

@@ -10,8 +10,8 @@ import pytest
 
 import functrax.numpy as fnp
 from functrax import grad, jit, lax
-from functrax.lowering.fusion import classify, plan_fusion
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.planner import classify, plan_fusion
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton.gather_scatter import ScatterKernel
 from functrax.primitives.gather_scatter import GatherDimensionNumbers

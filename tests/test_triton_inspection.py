@@ -21,7 +21,7 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import lax
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import backend as tbackend
 from functrax.lowering.triton import cache as tcache
 from functrax.lowering.triton import compile as tcompile

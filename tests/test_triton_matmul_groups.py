@@ -18,7 +18,7 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import lax, nn
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import backend as tbackend
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton import matmul_groups, patterns

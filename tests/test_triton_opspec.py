@@ -29,7 +29,7 @@ import pytest
 
 import functrax.numpy as fnp
 from functrax import grad, jit, jvp, vmap
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton.backend import compile_triton
 from tests import test_composition as C

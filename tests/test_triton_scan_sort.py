@@ -16,10 +16,10 @@ import pytest
 
 import functrax.numpy as fnp
 from functrax import jit, lax, random
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton.codegen import KernelConfig
-from functrax.random._prng import bitcast_convert_type
+from functrax.random.prng import bitcast_convert_type
 from functrax.test_util import enable_x64
 from tests.triton_harness import BF16
 

@@ -9,7 +9,16 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import (
-    check_jaxpr, grad, hessian, jacfwd, jacrev, jvp, lax, make_jaxpr, value_and_grad, vjp,
+    check_jaxpr,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    lax,
+    make_jaxpr,
+    value_and_grad,
+    vjp,
     vmap,
 )
 from functrax.tree_util import tree_flatten, tree_map

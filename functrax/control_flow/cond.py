@@ -20,8 +20,8 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
-from functrax.primitives._util import new_primitive
-from functrax.tracing import fun_name, fun_source, make_debug_info
+from functrax.primitives.define import new_primitive
+from functrax.core.tracing import fun_name, fun_source, make_debug_info
 from functrax.transforms.call_util import cached_trace, trace_subjaxpr
 from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,

@@ -16,12 +16,12 @@ from functrax import core, dtypes, lax
 from functrax.control_flow.cond import cond_p, join_closed
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.lowering.cost import cost_analysis, cost_rules
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.lowering.triton.control_flow import body_executable as _compile_body
 from functrax.lowering.triton.control_flow import cond_rule as triton_cond_rule
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
-from functrax.tracing import trace_to_jaxpr
+from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval

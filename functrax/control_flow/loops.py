@@ -26,8 +26,8 @@ from functrax import core, dtypes, lax
 from functrax.config import config
 from functrax.core import ClosedJaxpr
 from functrax.errors import ConcretizationTypeError
-from functrax.primitives._util import new_primitive
-from functrax.tracing import make_debug_info
+from functrax.primitives.define import new_primitive
+from functrax.core.tracing import make_debug_info
 from functrax.transforms.call_util import cached_trace, trace_subjaxpr
 from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten, treedef_is_leaf,

@@ -12,12 +12,12 @@ import weakref
 from functrax import core, dtypes, lax
 from functrax.control_flow.loops import while_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.lowering.triton.control_flow import body_executable as _compile_body
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
 from functrax.lowering.triton.control_flow import while_rule as triton_while_rule
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
-from functrax.tracing import trace_to_jaxpr
+from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import BatchTrace, BatchTracer, matchaxis, moveaxis, vmap_rules
 from functrax.transforms.call_util import closure_convert

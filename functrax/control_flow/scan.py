@@ -22,10 +22,10 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.core import ShapedArray, typematch
 from functrax.errors import ConcretizationTypeError
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.lowering.triton.control_flow import body_executable as _compile_body
-from functrax.primitives._util import new_primitive
-from functrax.tracing import DebugInfo, arg_names, fun_name, fun_source, trace_to_jaxpr
+from functrax.primitives.define import new_primitive
+from functrax.core.tracing import DebugInfo, arg_names, fun_name, fun_source, trace_to_jaxpr
 from functrax.transforms.call_util import cached_trace, closure_convert
 from functrax.tree_util import (
     keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten, treedef_children,

@@ -27,7 +27,7 @@ from functrax.lowering.triton.control_flow import step_rules as triton_step_rule
 from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
 from functrax.passes.hoist_accumulators import hoist_rules, rewrite_scan
 from functrax.passes.inline import inlinable
-from functrax.tracing import trace_to_jaxpr
+from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
 from functrax.transforms.batching import (
     batch_jaxpr, bdim_at_front, matchaxis, moveaxis, vmap_rules,

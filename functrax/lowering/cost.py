@@ -241,7 +241,7 @@ def fused_cost_analysis(groups) -> dict:
       :func:`group_cost` dict per group (plus its ``'index'`` and ``'kind'``).
 
     >>> import functrax, functrax.numpy as fnp
-    >>> from functrax.lowering.fusion import plan_fusion
+    >>> from functrax.lowering.fusion.planner import plan_fusion
     >>> c = functrax.make_jaxpr(lambda x: fnp.exp(x) * 2.0)(fnp.ones(8))
     >>> cost = fused_cost_analysis(plan_fusion(c))
     >>> cost['flops'], cost['transcendentals'], cost['bytes accessed']

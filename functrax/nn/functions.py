@@ -18,7 +18,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax import numpy as fnp
-from functrax.numpy._util import check_arraylike, promote_args_inexact
+from functrax.numpy.promotion import check_arraylike, promote_args_inexact
 from functrax.transforms.custom_derivatives import custom_jvp
 
 __all__ = [

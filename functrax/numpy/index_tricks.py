@@ -13,7 +13,7 @@ from functrax import lax
 from functrax.core import Array, Tracer
 from functrax.errors import ConcretizationTypeError
 from functrax.numpy import selection, shape_ops, ufuncs
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axis,
     check_arraylike, promote_dtypes,
 )

@@ -28,7 +28,7 @@ from functrax import core, lax
 from functrax.core import Array, Tracer
 from functrax.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from functrax.numpy import array_methods, shape_ops, ufuncs
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axis,
     check_arraylike, promote_dtypes,
 )

@@ -16,7 +16,7 @@ import numpy as np
 
 from functrax import core, lax
 from functrax.numpy import linalg_ops, reductions, ufuncs
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, canonicalize_axes, canonicalize_axis, check_arraylike,
     promote_dtypes_inexact,
 )

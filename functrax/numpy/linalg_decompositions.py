@@ -13,10 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 from functrax import core, dtypes, lax
-from functrax import lax_linalg as _la
-from functrax.lax_linalg import _diagonal, _H, _matmul, _permutation_matrix, _row, _T
+from functrax.lax import linalg as _la
+from functrax.lax.linalg import _diagonal, _H, _matmul, _permutation_matrix, _row, _T
 from functrax.numpy import reductions, selection, ufuncs
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes_inexact,
 )
 

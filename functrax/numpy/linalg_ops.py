@@ -17,7 +17,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.numpy import array_methods, reductions, shape_ops, ufuncs
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axis,
     check_arraylike, promote_dtypes,
 )

@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from functrax import core, dtypes, lax
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes_inexact,
     promote_dtypes_numeric, shape_of,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import core, dtypes, lax
-from functrax.numpy._util import asarray_operand, check_arraylike
+from functrax.numpy.promotion import asarray_operand, check_arraylike
 from functrax.core import Array, Tracer
 from functrax.numpy.ufuncs import (
     _I, _asarray, _complex, _const, _dtype, _kind, _where, equal, isinf, isnan, isneginf,

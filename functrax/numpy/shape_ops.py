@@ -12,7 +12,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.errors import ConcretizationTypeError
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axes,
     canonicalize_axis, check_arraylike, promote_dtypes,
 )

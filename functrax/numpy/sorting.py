@@ -17,7 +17,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.errors import ConcretizationTypeError
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes,
     promote_dtypes_inexact,
 )

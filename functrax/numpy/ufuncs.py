@@ -18,7 +18,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.core import Array, Tracer
-from functrax.numpy._util import (
+from functrax.numpy.promotion import (
     broadcast_shapes_named, broadcast_to_shape, check_arraylike,
     promote_args, promote_args_inexact, promote_args_numeric, promote_dtypes,
     promote_dtypes_inexact, promote_dtypes_numeric, shape_of,

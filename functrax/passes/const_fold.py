@@ -21,7 +21,7 @@ import numpy as np
 from functrax import core
 from functrax import primitives as P
 from functrax.core import Array, ClosedJaxpr, Jaxpr, Literal
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.dce import effectful
 from functrax.primitives import collectives as _collectives
 
@@ -98,7 +98,7 @@ def _try_fold(eqn, known):
     """The output values of ``eqn`` if it can and should be folded, else None."""
     prim = eqn.primitive
     if prim in no_fold or prim in effectful or prim in _axis_primitives() or any(
-            core._sub_jaxprs(eqn.params)):
+            core.sub_jaxprs(eqn.params)):
         return None
     rule = numpy_rules.get(prim)
     if rule is None:

@@ -2,7 +2,7 @@
 
 ``primitive_registry`` maps names to primitives (used by the registry tests).
 """
-from functrax.primitives._util import primitive_registry  # noqa: F401
+from functrax.primitives.define import primitive_registry  # noqa: F401
 from functrax.primitives.contraction import *  # noqa: F401,F403
 from functrax.primitives.contraction import dot_general_p  # noqa: F401
 from functrax.primitives.elementwise import *  # noqa: F401,F403

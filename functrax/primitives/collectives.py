@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from functrax import core
-from functrax.primitives._util import NUMBER, ShapedArray, check_dtype, new_primitive, np
+from functrax.primitives.define import NUMBER, ShapedArray, check_dtype, new_primitive, np
 
 __all__ = ["psum_p", "pmax_p", "pmin_p", "all_gather_p", "axis_index_p", "ppermute_p",
            "all_to_all_p", "reduce_scatter_p"]

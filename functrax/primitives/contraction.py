@@ -1,7 +1,7 @@
 """dot_general: contraction over paired dimensions with batch dimensions."""
 from __future__ import annotations
 
-from functrax.primitives._util import (
+from functrax.primitives.define import (
     NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
 

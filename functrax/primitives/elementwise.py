@@ -6,7 +6,7 @@ typed only when every operand is.
 """
 from __future__ import annotations
 
-from functrax.primitives._util import (
+from functrax.primitives.define import (
     ANY, BOOL_OR_INT, FLOATING, INEXACT, INTEGRAL, NUMBER, ShapedArray, check_dtype, dtypes,
     new_primitive, np, shape_str,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import enum
 
-from functrax.primitives._util import ShapedArray, new_primitive
+from functrax.primitives.define import ShapedArray, new_primitive
 
 __all__ = [
     "GatherDimensionNumbers",

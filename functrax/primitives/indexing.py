@@ -1,7 +1,7 @@
 """Indexing primitives: dynamic_slice, dynamic_update_slice (gather/scatter: gather_scatter.py)."""
 from __future__ import annotations
 
-from functrax.primitives._util import ShapedArray, new_primitive
+from functrax.primitives.define import ShapedArray, new_primitive
 
 dynamic_slice_p = new_primitive("dynamic_slice")
 

@@ -18,7 +18,7 @@ axes. Only float32/float64/complex64/complex128 are accepted (LAPACK's types).
 """
 from __future__ import annotations
 
-from functrax.primitives._util import ShapedArray, new_primitive, np
+from functrax.primitives.define import ShapedArray, new_primitive, np
 
 __all__ = ["cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p"]
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functrax import pretty_printer as pp
-from functrax.jaxpr_printer import pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.primitives.contraction import dot_general_p
 from functrax.primitives.shape import broadcast_in_dim_p
 

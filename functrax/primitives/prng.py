@@ -12,7 +12,7 @@ input loses its trailing axis, which must have ``out_bits // in_bits`` elements 
 """
 from __future__ import annotations
 
-from functrax.primitives._util import ShapedArray, dtypes, new_primitive, np
+from functrax.primitives.define import ShapedArray, dtypes, new_primitive, np
 
 __all__ = ["threefry2x32_p", "bitcast_convert_type_p"]
 

@@ -1,7 +1,7 @@
 """Reductions, index reductions, cumulative scans and sort."""
 from __future__ import annotations
 
-from functrax.primitives._util import (
+from functrax.primitives.define import (
     ANY, BOOL_OR_INT, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
 

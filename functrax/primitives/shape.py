@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from functrax.primitives._util import (
+from functrax.primitives.define import (
     ANY, ShapedArray, check_axes, check_dtype, dtypes, new_primitive, np,
 )
 

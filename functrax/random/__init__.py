@@ -23,22 +23,23 @@ Array([-2.4424558 , -2.0356805 ,  0.20554423], dtype=float32)
 >>> functrax.vmap(lambda k: random.uniform(k, ()))(random.split(random.PRNGKey(1), 2))
 Array([0.70261526, 0.40364635], dtype=float32)
 """
-from functrax.random._prng import (
+from functrax.random.prng import (
     PRNGKey, bits, clone, fold_in, key, key_data, split, threefry2x32, threefry_2x32,
     wrap_key_data,
 )
-from functrax.random._distributions import (
+from functrax.random.distributions import (
     bernoulli, categorical, choice, exponential, gumbel, laplace, logistic, normal,
     permutation, rademacher, randint, shuffle, truncated_normal, uniform,
 )
-from functrax.random._gamma import (
+from functrax.random.gamma_samplers import (
     ball, beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, t,
 )
-from functrax.random._linalg_samplers import multivariate_normal, orthogonal
-from functrax.random._samplers_more import (
-    binomial, cauchy, double_sided_maxwell, geometric, lognormal, maxwell, pareto, poisson,
-    rayleigh, triangular, wald, weibull_min,
+from functrax.random.linalg_samplers import multivariate_normal, orthogonal
+from functrax.random.transformed_samplers import (
+    cauchy, double_sided_maxwell, lognormal, maxwell, pareto, rayleigh, triangular, wald,
+    weibull_min,
 )
+from functrax.random.discrete_samplers import binomial, geometric, poisson
 
 __all__ = [
     "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",

@@ -73,7 +73,7 @@ def vjp_flat(fun, primals, debug_info=None):
 def jvp_jaxpr(closed: core.ClosedJaxpr, nonzero) -> core.ClosedJaxpr:
     """A jaxpr of (primals, nonzero tangents) -> (primal outs, tangent outs), tangent
     outputs instantiated (zeros where symbolic)."""
-    from functrax.tracing import trace_to_jaxpr
+    from functrax.core.tracing import trace_to_jaxpr
     n = len(nonzero)
     in_avals = list(closed.in_avals)
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
@@ -96,7 +96,7 @@ def jvp_jaxpr_nz(closed: core.ClosedJaxpr, nonzero, inst):
     not float0). Control-flow rules call it until their branches/bodies agree.
     """
     from functrax import dtypes
-    from functrax.tracing import trace_to_jaxpr
+    from functrax.core.tracing import trace_to_jaxpr
     n = len(nonzero)
     in_avals = list(closed.in_avals)
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]

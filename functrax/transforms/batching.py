@@ -74,7 +74,7 @@ class BatchTrace(core.Trace):
             return False
         if prim in axis_primitives:
             return name in _axis_names(params)
-        return any(name in _jaxpr_axis_names(j) for j in core._sub_jaxprs(params))
+        return any(name in _jaxpr_axis_names(j) for j in core.sub_jaxprs(params))
 
     def pure(self, val, bdim):
         return val if bdim is None else BatchTracer(self, val, bdim)
@@ -94,7 +94,7 @@ def _jaxpr_axis_names(jaxpr) -> frozenset:
         for eqn in jaxpr.eqns:
             if eqn.primitive in axis_primitives:
                 found.update(_axis_names(eqn.params))
-            for sub in core._sub_jaxprs(eqn.params):
+            for sub in core.sub_jaxprs(eqn.params):
                 found |= _jaxpr_axis_names(sub)
         names = _AXIS_NAMES[jaxpr] = frozenset(found)
     return names
@@ -155,7 +155,7 @@ def batch_jaxpr(closed: core.ClosedJaxpr, axis: AxisData, in_dims, place_out=Non
 
     Returns (ClosedJaxpr over the batched inputs, out_dims).
     """
-    from functrax.tracing import trace_to_jaxpr
+    from functrax.core.tracing import trace_to_jaxpr
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is None:

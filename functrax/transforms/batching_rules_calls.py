@@ -14,7 +14,7 @@ example).
 from __future__ import annotations
 
 from functrax import core, lax
-from functrax.tracing import fun_name
+from functrax.core.tracing import fun_name
 from functrax.transforms.batching import (
     BatchTrace, BatchTracer, batch_jaxpr, matchaxis, vmap_rules,
 )

@@ -6,7 +6,7 @@ import weakref
 from functrax import core
 from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr
-from functrax.tracing import trace_to_jaxpr
+from functrax.core.tracing import trace_to_jaxpr
 from functrax.tree_util import tree_flatten, tree_unflatten
 
 

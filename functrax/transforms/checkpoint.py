@@ -12,9 +12,9 @@ import functools
 
 from functrax import core
 from functrax.core import ClosedJaxpr
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inlinable
-from functrax.primitives._util import new_primitive
+from functrax.primitives.define import new_primitive
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.call_util import eager_call_rule, eval_closed, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules

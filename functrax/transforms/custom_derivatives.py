@@ -11,11 +11,11 @@ import functools
 import inspect
 
 from functrax import core
-from functrax.jaxpr_printer import pp_kv_pairs, pp_param_rules, sorted_params
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inlinable
-from functrax.primitives._util import new_primitive
-from functrax.tracing import fun_name
+from functrax.primitives.define import new_primitive
+from functrax.core.tracing import fun_name
 from functrax.transforms.call_util import eager_call_rule, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.transpose import is_undefined, transpose_rules

@@ -10,7 +10,7 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.transforms.ad import jvp_flat, linearize_flat
 from functrax.transforms.jvp import Zero, instantiate, tangent_aval
-from functrax.tracing import fun_name
+from functrax.core.tracing import fun_name
 from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
 
 

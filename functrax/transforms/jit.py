@@ -17,10 +17,10 @@ import numpy as np
 from functrax import core, dtypes
 from functrax.config import config
 from functrax.core import Array, ClosedJaxpr, ShapedArray
-from functrax.gpu import GpuArray, wrap_buffer
-from functrax.lowering.executor import compile_jaxpr
+from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
+from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.passes.pipeline import optimize
-from functrax.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
+from functrax.core.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 logger = logging.getLogger("functrax")
@@ -547,7 +547,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend, device=device)
     if backend in ("gpu", "cuda") or (backend is None and getattr(device, "platform", "") == "gpu"):
-        from functrax.gpu import gpu_count, unknown_backend_error
+        from functrax.runtime.gpu_devices import gpu_count, unknown_backend_error
         if not gpu_count():
             raise unknown_backend_error(backend or "gpu")
         backend = "triton"  # a CUDA GPU runs the Triton backend
@@ -563,7 +563,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 # --- the primitive ---
 
-from functrax.primitives._util import new_primitive  # noqa: E402
+from functrax.primitives.define import new_primitive  # noqa: E402
 
 jit_p = new_primitive("jit", multiple_results=True)
 

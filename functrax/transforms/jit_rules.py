@@ -14,10 +14,10 @@ import weakref
 from functrax import core
 from functrax import pretty_printer as pp
 from functrax.core import ClosedJaxpr, Jaxpr
-from functrax.jaxpr_printer import PPContext, pp_jaxpr_doc
-from functrax.lowering.executor import compile_jaxpr
-from functrax.lowering.numpy_backend import numpy_rules
-from functrax.jaxpr_printer import pp_param_rules
+from functrax.core.jaxpr import PPContext, pp_jaxpr_doc
+from functrax.lowering.numpy.executor import compile_jaxpr
+from functrax.lowering.numpy.rules import numpy_rules
+from functrax.core.jaxpr import pp_param_rules
 from functrax.passes.inline import inlinable
 from functrax.passes.pipeline import optimize
 from functrax.transforms.ad import jvp_jaxpr

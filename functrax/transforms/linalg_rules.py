@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import core, lax
-from functrax.lax_linalg import (
+from functrax.lax.linalg import (
     _col, _conj, _diagonal, _eye_like, _full_like, _H, _matmul, _permutation_matrix, _row,
     _T, _tril, _triu, triangular_solve,
 )

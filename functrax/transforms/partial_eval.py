@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functrax import core
 from functrax.passes.dce import dce_jaxpr
-from functrax.tracing import DynamicJaxprTrace, DynamicJaxprTracer
+from functrax.core.tracing import DynamicJaxprTrace, DynamicJaxprTracer
 
 
 # primitive -> rule(trace, args, params) for equations with some unknown inputs; without a
@@ -141,7 +141,7 @@ def partial_eval_closed(closed: core.ClosedJaxpr, unknowns, instantiate=False):
       ``unknown`` (without consts) maps the residuals followed by the unknown inputs to the
       unknown outputs.
     """
-    from functrax.tracing import trace_to_jaxpr
+    from functrax.core.tracing import trace_to_jaxpr
     n_out = len(closed.out_avals)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
     known_avals = [a for a, u in zip(closed.in_avals, unknowns) if not u]

@@ -4,7 +4,7 @@ axis (JAX's legacy ``pmap`` semantics).
 The function is traced once per argument signature (cached, as ``jit``) to a per-device
 jaxpr with ``axis_name`` bound, optimized and compiled by the jit executor pipeline, and run
 by the pmap runtime (``pmap_runtime.py``): one thread per device, the collectives talking
-through the runtime. Outputs are :class:`~functrax.devices.ShardedArray` (one buffer per
+through the runtime. Outputs are :class:`~functrax.runtime.devices.ShardedArray` (one buffer per
 device) that a following pmap consumes without gathering.
 
 ``pmap`` is also the call primitive ``xla_pmap`` (params as JAX's: ``call_jaxpr``,
@@ -30,16 +30,16 @@ import numpy as np
 
 from functrax import core, lax
 from functrax.core import Array, Jaxpr, ShapedArray
-from functrax.devices import ShardedArray
-from functrax.lowering.executor import compile_jaxpr
-from functrax.lowering.numpy_backend import numpy_rules
+from functrax.runtime.devices import ShardedArray
+from functrax.lowering.numpy.executor import compile_jaxpr
+from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inline_closed
 from functrax.passes.pipeline import optimize
 from functrax.primitives import collectives as C
-from functrax.primitives._util import new_primitive
-from functrax.tracing import DebugInfo, fun_name, fun_source, trace_to_jaxpr
-from functrax.transforms import pmap_gpu
-from functrax.transforms import pmap_runtime as rt
+from functrax.primitives.define import new_primitive
+from functrax.core.tracing import DebugInfo, fun_name, fun_source, trace_to_jaxpr
+from functrax.runtime import pmap_gpu
+from functrax.runtime import pmap_runtime as rt
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.batching import _jaxpr_axis_names, batch_jaxpr, moveaxis, vmap_rules
 from functrax.transforms.call_util import closure_convert
@@ -117,7 +117,7 @@ def inner_replicas(jaxpr: Jaxpr) -> int:
                 sub = eqn.params["call_jaxpr"].jaxpr
                 r = max(r, eqn.params["axis_size"] * inner_replicas(sub))
             else:
-                for sub in core._sub_jaxprs(eqn.params):
+                for sub in core.sub_jaxprs(eqn.params):
                     r = max(r, inner_replicas(sub))
         _REPLICAS[jaxpr] = r
     return r
@@ -320,7 +320,7 @@ def varying_outputs(closed, in_axes, axis_name) -> list:
         vary = any(type(v) is not core.Literal and v in varying for v in eqn.invars)
         if not vary and axis_name is not None:
             vary = (prim is C.axis_index_p and axis_name in names) or any(
-                axis_name in _jaxpr_axis_names(s) for s in core._sub_jaxprs(eqn.params))
+                axis_name in _jaxpr_axis_names(s) for s in core.sub_jaxprs(eqn.params))
         if vary:
             varying.update(eqn.outvars)
     return [type(v) is not core.Literal and v in varying for v in j.outvars]
@@ -513,7 +513,7 @@ class PmapFunction:
         size = self._size(flat, axes, names)
         gsize = rt.global_axis_size(size, self.devices, getattr(_tracing, "depth", 0) > 0)
         avals = tuple(_unmapped(core.get_aval(x), ax) for x, ax in zip(flat, axes))
-        env = tuple((f.name, f.size) for f in core._state.axis_env)
+        env = tuple((f.name, f.size) for f in core.axis_env())
         key = (in_tree, tuple(axes), avals, statics, size, gsize, env)
         entry = self._cache.get(key)
         if entry is None:
@@ -701,11 +701,11 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         raise ValueError(f"pmap: unknown backend {backend!r}; functrax runs pmap on CPU "
                          "devices (backend='cpu' or None) or CUDA GPUs (backend='gpu')")
     if backend in pmap_gpu.GPU_BACKENDS:
-        from functrax.gpu import gpu_count, unknown_backend_error
+        from functrax.runtime.gpu_devices import gpu_count, unknown_backend_error
         if not gpu_count():
             raise unknown_backend_error(backend)
     if devices is not None:
-        from functrax.devices import Device
+        from functrax.runtime.devices import Device
         devices = list(devices)
         bad = [d for d in devices if not isinstance(d, Device)]
         if bad:

@@ -114,8 +114,9 @@ def should_tune(group) -> bool:
 
 def _gpu_measure(kernel, args) -> float:
     """Seconds per launch of ``kernel`` on the GPU, on (uploaded) ``args``."""
-    from functrax.lowering.gpu_buffer import GpuBuffer
-    from functrax.lowering.triton import gpu_launch, runtime
+    from functrax.runtime.gpu_buffer import GpuBuffer
+    from functrax.runtime import gpu_launch
+    from functrax.lowering.triton import runtime
     dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
     ins = [runtime._to_device(x, dev) for x in args]
     outs = [GpuBuffer(a.shape, a.dtype, dev) for a in kernel.source.out_avals]
@@ -123,7 +124,7 @@ def _gpu_measure(kernel, args) -> float:
 
 
 def _gpu_device_name(args) -> str:
-    from functrax.lowering.gpu_buffer import GpuBuffer, context
+    from functrax.runtime.gpu_buffer import GpuBuffer, context
     dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
     return context(dev).name
 

@@ -1,7 +1,7 @@
 """The Triton backend of ``jit``: an optimized jaxpr as a sequence of fused kernels.
 
 :func:`compile_triton` plans the fusion of an optimized, first-order ``ClosedJaxpr``
-(:func:`functrax.lowering.fusion.plan_fusion`) and prepares one step per group:
+(:func:`functrax.lowering.fusion.planner.plan_fusion`) and prepares one step per group:
 
 - ELEMENTWISE and REDUCTION groups the code generator supports become one Triton kernel each
   (generated, cached by content and imported through ``cache.KernelCache``; launched through
@@ -35,9 +35,9 @@ import numpy as np
 
 from functrax import core
 from functrax.core import ClosedJaxpr, Jaxpr, Literal
-from functrax.lowering.executor import compile_jaxpr
-from functrax.lowering.fusion import FusionConfig, classify, plan_fusion
-from functrax.lowering.fusion_types import FusionGroup, FusionPlan, GroupKind
+from functrax.lowering.numpy.executor import compile_jaxpr
+from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
+from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
 from functrax.lowering.triton.codegen import KernelConfig
 from functrax.lowering.triton.matmul_groups import MatmulMatch, match_matmul  # noqa: F401
 from functrax.lowering.triton.rules import UnsupportedError
@@ -70,7 +70,7 @@ class Step:
     """One group of the plan, ready to run: a Triton kernel or a numpy fallback.
 
     Attributes:
-      group: the :class:`~functrax.lowering.fusion_types.FusionGroup`.
+      group: the :class:`~functrax.lowering.fusion.types.FusionGroup`.
       kernel: the ``runtime.TritonKernel`` (None for a fallback).
       fallback: the :class:`Fallback` record (None for a kernel).
 
@@ -104,7 +104,7 @@ class TritonProgram:
 
     Attributes:
       jaxpr: the optimized ``ClosedJaxpr`` it runs.
-      plan: its :class:`~functrax.lowering.fusion_types.FusionPlan`.
+      plan: its :class:`~functrax.lowering.fusion.types.FusionPlan`.
       steps: one :class:`Step` per group, in execution order.
       kernels: the Triton kernels (``runtime.TritonKernel``), in execution order.
       fallbacks: a :class:`Fallback` per group run by numpy rules.

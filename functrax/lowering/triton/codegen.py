@@ -31,15 +31,15 @@ import re
 
 from functrax import primitives as P
 from functrax.core import Literal
-from functrax.lowering.fusion import IllegalGroup, group_layout
-from functrax.lowering.fusion_types import FusionGroup, GroupKind
+from functrax.lowering.fusion.planner import IllegalGroup, group_layout
+from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.indexing import (
     DATA_DEPENDENT, const, delinearize, forward_rules, index_rules, ix_bases, linear_terms,
     row_major_strides, select_rules,
 )
 from functrax.lowering.triton.rules import UnsupportedError
-from functrax.lowering.triton.rules_special import HELPERS, check_argreduce_fits
+from functrax.lowering.triton.rules_special_functions import HELPERS, check_argreduce_fits
 
 __all__ = ["KernelConfig", "KernelSource", "generate", "choose_block", "index_rules",
            "INTERPRETER_CONFIG", "GPU_CONFIG", "REDUCTIONS", "UnsupportedError"]

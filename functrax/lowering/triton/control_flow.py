@@ -67,7 +67,7 @@ def body_program(closed: ClosedJaxpr, kernel_config=None, cache=None):
     return prog
 
 
-def _sub_jaxprs(params):
+def sub_jaxprs(params):
     for p in params.values():
         for q in (p if isinstance(p, (tuple, list)) else (p,)):
             if isinstance(q, ClosedJaxpr):
@@ -81,7 +81,7 @@ def calls_triton(jaxpr) -> bool:
     directly or inside a sub-jaxpr (a scan body, a cond branch, a nested jit)."""
     j = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
     return any(e.params.get("backend") == "triton" or any(map(calls_triton,
-                                                              _sub_jaxprs(e.params)))
+                                                              sub_jaxprs(e.params)))
                for e in j.eqns)
 
 
@@ -91,7 +91,7 @@ def body_executable(closed: ClosedJaxpr):
     executor of the optimized body. The callers memoize it per jaxpr object."""
     if calls_triton(closed):
         return body_program(closed)
-    from functrax.lowering.executor import compile_jaxpr
+    from functrax.lowering.numpy.executor import compile_jaxpr
     from functrax.passes.pipeline import optimize
     return compile_jaxpr(optimize(closed))
 
@@ -154,7 +154,7 @@ class _Device:
         return self._runtime._to_device(np.asarray(i, np.int32), self.device_id)
 
     def take(self, xs, i):
-        from functrax.lowering.gpu_buffer import GpuBuffer
+        from functrax.runtime.gpu_buffer import GpuBuffer
         out = GpuBuffer(xs.shape[1:], xs.dtype, self.device_id)
         if out.size:
             kernel = _row_kernel("row_take", xs.shape, xs.dtype)
@@ -162,7 +162,7 @@ class _Device:
         return out
 
     def stacked(self, shape, dtype):
-        from functrax.lowering.gpu_buffer import GpuBuffer
+        from functrax.runtime.gpu_buffer import GpuBuffer
         return GpuBuffer(shape, dtype, self.device_id)
 
     def put(self, ys, i, y):
@@ -210,7 +210,7 @@ def _row_kernel(name: str, stacked_shape, dtype):
     key = (name, tuple(stacked_shape), np.dtype(dtype).str)
     kernel = _row_kernels.get(key)
     if kernel is None:
-        from functrax.lowering.fusion_types import GroupKind
+        from functrax.lowering.fusion.types import GroupKind
         from functrax.lowering.triton import rules, runtime
         from functrax.lowering.triton.cache import default_cache
         from functrax.lowering.triton.codegen import KernelSource

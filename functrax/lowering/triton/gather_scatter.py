@@ -48,7 +48,7 @@ import numpy as np
 
 from functrax import primitives as P
 from functrax.core import Literal, ShapedArray
-from functrax.lowering.fusion_types import FusionGroup, GroupKind
+from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.codegen import INTERPRETER_CONFIG, KernelConfig, KernelSource, \
     choose_block

@@ -56,7 +56,7 @@ class GpuProgram:
         return self.run(*args)
 
     def _device_of(self, args) -> int:
-        from functrax.lowering.gpu_buffer import GpuBuffer
+        from functrax.runtime.gpu_buffer import GpuBuffer
         return next((x.device_id for x in args if type(x) is GpuBuffer), self.device_id)
 
     def run(self, *args) -> list:

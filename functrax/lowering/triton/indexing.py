@@ -364,7 +364,7 @@ def _gather_select(low, eqn, index):
     position. Mode ``fill`` selects the fill value (NaN for inexact dtypes, as JAX) where a
     start is out of ``[0, size_d - window_d]``; ``clip`` and ``promise_in_bounds`` clamp."""
     from functrax.core import ShapedArray
-    from functrax.lowering.numpy_gather_scatter import _default_fill_value
+    from functrax.lowering.numpy.gather_scatter import _default_fill_value
     from functrax.primitives.gather_scatter import GatherScatterMode
     operand, indices = eqn.invars
     p = eqn.params

@@ -24,7 +24,7 @@ import threading
 
 from functrax.core import Literal
 from functrax.lowering.cost import fused_cost_analysis
-from functrax.lowering.fusion_types import GroupKind
+from functrax.lowering.fusion.types import GroupKind
 
 __all__ = ["program_text", "program_cost", "dump_program", "maybe_dump", "kernel_filename",
            "kernel_id", "MANIFEST"]
@@ -38,7 +38,7 @@ _DUMP_LOCK = threading.Lock()
 
 def _context(program):
     """A printing context naming the vars as the printed jaxpr does, and that jaxpr's text."""
-    from functrax.jaxpr_printer import PPContext, pp_jaxpr_doc
+    from functrax.core.jaxpr import PPContext, pp_jaxpr_doc
     ctx = PPContext()
     text = pp_jaxpr_doc(program.jaxpr.jaxpr, ctx).format(100)
     return ctx, text
@@ -51,7 +51,7 @@ def _var(v, ctx) -> str:
 
 
 def _eqn_lines(group, ctx) -> list:
-    from functrax.jaxpr_printer import pp_eqn
+    from functrax.core.jaxpr import pp_eqn
     return [pp_eqn(e, ctx).format(100) for e in group.eqns]
 
 

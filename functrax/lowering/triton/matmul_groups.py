@@ -1,6 +1,6 @@
 """MATMUL fusion groups as generated Triton kernels: ``tl.dot`` tiles and a fused epilogue.
 
-A MATMUL group (see ``functrax.lowering.fusion``) holds one ``dot_general``, the elementwise
+A MATMUL group (see ``functrax.lowering.fusion.planner``) holds one ``dot_general``, the elementwise
 epilogue computed from its output (bias, activation, masks such as ``select(x > 0, g, 0)``,
 scaling, transposes and several outputs) and *side reductions* of one operand over its
 contracting dims (a dense layer's bias gradient ``sum(g, 0)`` beside ``x.T @ g``).
@@ -41,7 +41,7 @@ import numpy as np
 
 from functrax import primitives as P
 from functrax.core import Literal
-from functrax.lowering.fusion_types import FusionGroup, GroupKind
+from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.codegen import (
     INTERPRETER_CONFIG, REDUCTIONS, KernelConfig, KernelSource, _Lowering, assemble,

@@ -14,7 +14,7 @@ layernorm     REDUCTION    ``kernels/layernorm.py``: ``(x - mean) / sqrt(var + e
 attention     OPAQUE       ``kernels/attention.py``: one ``fused_attention`` equation, made by
                            :func:`rewrite_patterns` before planning from
                            ``softmax(q @ k^T * scale [causal mask]) @ v``, which spans three
-                           groups otherwise (``functrax/lowering/fusion_attention.py``)
+                           groups otherwise (``functrax/passes/attention.py``)
 ============  ===========  ====================================================================
 
 A REDUCTION pattern is a reference function (:data:`TEMPLATES`) traced at the group's shape
@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from functrax.lowering.fusion_types import FusionGroup, GroupKind
-from functrax.lowering.pattern_terms import (
+from functrax.lowering.fusion.types import FusionGroup, GroupKind
+from functrax.lowering.fusion.pattern_terms import (
     EPS_SENTINEL, canonical_term, softmax_template, template_term, unify,
 )
 from functrax.lowering.triton.codegen import INTERPRETER_CONFIG, KernelConfig
@@ -89,7 +89,7 @@ TEMPLATES = {
 }
 
 
-# --- matching a REDUCTION group (canonical terms: functrax/lowering/pattern_terms.py) ---
+# --- matching a REDUCTION group (canonical terms: functrax/lowering/fusion/pattern_terms.py) ---
 
 def match_template(group: FusionGroup, name: str):
     """``(variant, {template input: group input position, "eps": value})`` when the
@@ -234,7 +234,7 @@ def _attention_fits(match) -> bool:
 
 
 def _match_attention(group):
-    from functrax.lowering.fusion_attention import attention_p
+    from functrax.passes.attention import attention_p
     if len(group.eqns) == 1 and group.eqns[0].primitive is attention_p:
         return group.eqns[0]
     return None
@@ -278,12 +278,12 @@ def _enabled(config: KernelConfig) -> tuple:
 def rewrite_patterns(closed, config: KernelConfig | None = None):
     """``closed`` with the multi-group patterns named in ``config.hand_written`` rewritten
     before planning: ``"attention"`` makes each attention subgraph the kernel takes one
-    ``fused_attention`` equation (``functrax.lowering.fusion_attention``), so one OPAQUE
+    ``fused_attention`` equation (``functrax.passes.attention``), so one OPAQUE
     group. Returns ``closed`` itself when nothing changes."""
     config = config or INTERPRETER_CONFIG
     if "attention" not in _enabled(config):
         return closed
-    from functrax.lowering.fusion_attention import rewrite_attention
+    from functrax.passes.attention import rewrite_attention
     return rewrite_attention(closed, accept=_attention_fits)
 
 

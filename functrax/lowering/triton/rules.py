@@ -646,4 +646,6 @@ def lookup_reduce(prim, dtype) -> ReduceRule:
     return rule
 
 
-from functrax.lowering.triton import rules_special  # noqa: E402 - registers more rules
+from functrax.lowering.triton import (  # noqa: E402 - registers more rules
+    rules_special_functions as rules_special,
+)

@@ -149,7 +149,7 @@ def register_gpu_launcher(launcher):
 def _default_gpu_launcher(name: str):
     """Register the cuda-core launcher (``gpu_launch``), or say what is missing."""
     try:
-        from functrax.lowering.triton import gpu_launch  # registers itself
+        from functrax.runtime import gpu_launch  # registers itself
     except ImportError as e:
         raise NotImplementedError(
             f"cannot run Triton kernel '{name}' on the GPU: {e}. Set TRITON_INTERPRET=1 to "
@@ -168,7 +168,7 @@ _SCALARS: dict = {}  # (device, dtype, bytes) -> GpuBuffer of a 0-d host value (
 
 def _to_device(x, device_id: int):
     """``x`` as a ``GpuBuffer`` on ``device_id`` (uploading host values; 0-d ones cached)."""
-    from functrax.lowering.gpu_buffer import GpuBuffer
+    from functrax.runtime.gpu_buffer import GpuBuffer
     if type(x) is GpuBuffer:
         return x
     host = np.asarray(x)
@@ -286,7 +286,7 @@ class TritonKernel:
     def _call_gpu(self, args) -> list:
         """Run on the GPU: host arguments are uploaded; returns new ``GpuBuffer`` outputs on
         the device of the first GPU argument (device 0 when there is none)."""
-        from functrax.lowering.gpu_buffer import GpuBuffer
+        from functrax.runtime.gpu_buffer import GpuBuffer
         src = self.source
         dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
         inputs = []

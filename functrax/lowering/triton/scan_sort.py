@@ -42,7 +42,7 @@ import numpy as np
 
 from functrax import primitives as P
 from functrax.core import Literal
-from functrax.lowering.fusion_types import FusionGroup, GroupKind
+from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.codegen import (
     INTERPRETER_CONFIG, KernelConfig, KernelSource, choose_block,

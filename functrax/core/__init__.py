@@ -1,0 +1,30 @@
+"""The core: abstract values, primitives, traces and tracers, the jaxpr IR and its printer,
+evaluation, type checking and the abstract device (the layer above the utilities).
+
+- ``avals``: ``ShapedArray``, ``get_aval``;
+- ``jaxpr``: ``Var``/``Literal``/``JaxprEqn``/``Jaxpr``/``ClosedJaxpr``, ``eval_jaxpr``, printing;
+- ``array``: the eager ``Array``;
+- ``trace``: ``Trace``/``Tracer``, the current trace, named axes, ``EvalTrace`` and
+  the eager rules (the default backend registers its table);
+- ``primitive``: ``Primitive`` (name, family, abstract evaluation, ``bind``);
+- ``check``: ``check_jaxpr``;
+- ``device``: the abstract ``Device``;
+- ``tracing``: the staging trace, ``make_jaxpr``, ``eval_shape``.
+
+Design (as modern JAX's "stackless" core): see :mod:`functrax.core.trace`.
+"""
+from functrax.core.avals import (  # noqa: F401
+    ShapedArray, get_aval, raise_to_shaped, scalar_aval, typematch,
+)
+from functrax.core.jaxpr import (  # noqa: F401
+    ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr, jaxpr_as_fun, sub_jaxprs,
+)
+from functrax.core.device import Device  # noqa: F401
+from functrax.core.array import Array, to_numpy_value  # noqa: F401
+from functrax.core.trace import (  # noqa: F401
+    EVAL_TRACE, AxisFrame, EvalTrace, Trace, TraceState, Tracer, abstract_eval,
+    abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,
+    is_arraylike, new_trace, register_eager_rules, set_current_trace,
+)
+from functrax.core.primitive import Primitive  # noqa: F401
+from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401

@@ -1,0 +1,271 @@
+"""The jaxpr IR and its printer.
+
+A ``Jaxpr`` is a typed, first-order program ``{ lambda constvars ; invars . let eqns in
+outvars }`` of ``JaxprEqn`` s over ``Var`` s and ``Literal`` s; a ``ClosedJaxpr`` carries
+the values of its constvars. ``eval_jaxpr`` interprets one by binding each equation on the
+current trace.
+
+Printing follows JAX's text format: names are given in order of appearance (a, b, ..., z,
+ba, bb, ...), sub-jaxprs continue the naming of their parent, outputs that nothing uses
+print as ``_``, literals print with their type (``2.0:f32[]``), params are sorted and broken
+onto lines when they do not fit. Per-primitive printing lives in the ``pp_param_rules``
+table.
+"""
+from __future__ import annotations
+
+from functrax import pretty_printer as pp
+from functrax.core.avals import ShapedArray
+
+# --- the IR ---
+
+
+class Var:
+    """A variable of a jaxpr; named only when printed."""
+
+    __slots__ = ("aval", "__weakref__")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var(id={id(self):x}):{self.aval.str_short()}"
+
+
+class Literal:
+    """A scalar constant inlined in an equation (printed ``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"{self.val!s}:{self.aval.str_short()}"
+
+
+class JaxprEqn:
+    __slots__ = ("invars", "outvars", "primitive", "params")
+
+    def __init__(self, invars, outvars, primitive, params):
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.primitive = primitive
+        self.params = dict(params)
+
+    def replace(self, **kw) -> JaxprEqn:
+        d = dict(invars=self.invars, outvars=self.outvars, primitive=self.primitive,
+                 params=self.params)
+        d.update(kw)
+        return JaxprEqn(**d)
+
+    def __repr__(self):
+        return pp_eqn_str(self)
+
+
+class Jaxpr:
+    """A typed, first-order program: ``{ lambda constvars ; invars . let eqns in outvars }``."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "__weakref__")
+
+    def __init__(self, constvars, invars, outvars, eqns, debug_info=None):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+        self.debug_info = debug_info
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def pretty_print(self, width: int = 80) -> str:
+        return pp_jaxpr_str(self, width)
+
+    def __str__(self):
+        return self.pretty_print()
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> print(functrax.make_jaxpr(fnp.sin)(1.0))
+    { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+    """
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: [v for e in self.jaxpr.eqns for v in e.invars
+                                      if isinstance(v, Literal)])
+
+    def pretty_print(self, width: int = 80) -> str:
+        return self.jaxpr.pretty_print(width)
+
+    def __str__(self):
+        return self.jaxpr.pretty_print()
+
+    __repr__ = __str__
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Evaluate ``jaxpr`` by binding each equation on the current trace.
+
+    Under no transformation this runs eagerly; under a transformation it re-traces.
+    """
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: the jaxpr takes {len(jaxpr.invars)} arguments, "
+                        f"got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        invals = [v.val if type(v) is Literal else env[v] for v in eqn.invars]
+        out = eqn.primitive.bind(*invals, **eqn.params)
+        if eqn.primitive.multiple_results:
+            for v, o in zip(eqn.outvars, out):
+                env[v] = o
+        else:
+            env[eqn.outvars[0]] = out
+    return [v.val if type(v) is Literal else env[v] for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    """A Python function that evaluates ``closed`` on its arguments."""
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def sub_jaxprs(params):
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            yield v.jaxpr if isinstance(v, ClosedJaxpr) else v
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, (Jaxpr, ClosedJaxpr)):
+                    yield x.jaxpr if isinstance(x, ClosedJaxpr) else x
+
+
+# --- printing ---
+
+# primitive -> fn(eqn, context) -> Doc for the right-hand side's params part
+pp_param_rules: dict = {}
+
+
+def _encode(n: int) -> str:
+    s = ""
+    while not s or n:
+        n, i = divmod(n, 26)
+        s = chr(97 + i) + s
+    return s
+
+
+class PPContext:
+    def __init__(self):
+        self.names = {}
+
+    def name(self, v) -> str:
+        n = self.names.get(v)
+        if n is None:
+            n = self.names[v] = _encode(len(self.names))
+        return n
+
+
+def pp_var(v, ctx: PPContext, unused=frozenset()) -> str:
+    if type(v) is Literal:
+        return repr(v)
+    if v in unused:
+        return "_"
+    return ctx.name(v)
+
+
+def pp_vars(vs, ctx, *, separator="", print_shapes=False, unused=frozenset()) -> pp.Doc:
+    if print_shapes:
+        items = [pp.text(pp_var(v, ctx, unused) + ":" + v.aval.str_short()) for v in vs]
+    else:
+        items = [pp.text(pp_var(v, ctx, unused)) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), items)))
+
+
+def pp_kv_pair(k, v, ctx) -> pp.Doc:
+    if type(v) is tuple and v and all(isinstance(j, (Jaxpr, ClosedJaxpr)) for j in v):
+        doc = pp.group(pp.nest(2, pp.concat([
+            pp.text("("), pp.brk(""),
+            pp.join(pp.brk(), [pp_jaxpr_doc(_unclose(j), ctx) for j in v])])) + pp.brk("")
+            + pp.text(")"))
+    elif isinstance(v, (Jaxpr, ClosedJaxpr)):
+        doc = pp_jaxpr_doc(_unclose(v), ctx)
+    else:
+        doc = pp.text(_param_str(v))
+    return pp.text(f"{k}=") + doc
+
+
+def _param_str(v) -> str:
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return str(v)
+
+
+def _unclose(j):
+    return j.jaxpr if isinstance(j, ClosedJaxpr) else j
+
+
+def pp_kv_pairs(items, ctx) -> pp.Doc:
+    if not items:
+        return pp.nil()
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("["), pp.brk(""),
+        pp.join(pp.brk(), [pp_kv_pair(k, v, ctx) for k, v in items])])) + pp.brk("")
+        + pp.text("]"))
+
+
+def sorted_params(params) -> list:
+    """Params sorted by name, with ``name`` first (as JAX prints them)."""
+    items = sorted(params.items())
+    return sorted(items, key=lambda kv: kv[0] != "name")
+
+
+def pp_eqn(eqn, ctx, unused=frozenset()) -> pp.Doc:
+    # outputs are named before the vars of sub-jaxprs in params (JAX's naming order)
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True, unused=unused)
+    rule = pp_param_rules.get(eqn.primitive)
+    params = rule(eqn, ctx) if rule else pp_kv_pairs(sorted_params(eqn.params), ctx)
+    rhs = [pp.text(eqn.primitive.name), params, pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    return pp.concat([lhs, pp.text(" = "), *rhs])
+
+
+def _unused_vars(jaxpr: Jaxpr) -> frozenset:
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    return frozenset(v for e in jaxpr.eqns for v in e.outvars if v not in used)
+
+
+def pp_jaxpr_doc(jaxpr: Jaxpr, ctx: PPContext) -> pp.Doc:
+    unused = _unused_vars(jaxpr)
+    constvars = pp_vars(jaxpr.constvars, ctx, print_shapes=True)
+    invars = pp_vars(jaxpr.invars, ctx, print_shapes=True)
+    eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx, unused) for e in jaxpr.eqns])
+    close = ")" if len(jaxpr.outvars) != 1 else ",)"
+    outvars = pp.concat([pp.text("("), pp_vars(jaxpr.outvars, ctx, separator=","),
+                         pp.text(close)])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ "), pp.text("lambda "), constvars, pp.text("; "), invars,
+        pp.text(". "), pp.text("let"), pp.nest(2, pp.brk() + eqns), pp.brk(),
+        pp.text("in "), outvars])) + pp.text(" }"))
+
+
+def pp_jaxpr_str(jaxpr: Jaxpr, width: int = 80) -> str:
+    return pp_jaxpr_doc(jaxpr, PPContext()).format(width)
+
+
+def pp_eqn_str(eqn, width: int = 80) -> str:
+    return pp_eqn(eqn, PPContext()).format(width)

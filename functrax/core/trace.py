@@ -1,0 +1,301 @@
+"""Traces and tracers, in the style of JAX's "stackless" core.
+
+One *current trace* per thread. ``Primitive.bind`` hands its arguments to the current trace;
+an eager :class:`EvalTrace` sits at the bottom and runs the rule of ``eager_rules`` (filled
+by the default backend, the numpy one). A transform makes a new trace whose ``parent`` is the
+trace that was current, sets it current while the user function runs, and in its rules
+binds on the parent. Tracers remember the trace object that made them, so nested transforms
+of the same kind never confuse each other's values, and a tracer whose trace has ended is
+detected. Named axes (``vmap(..., axis_name=)``, ``pmap``) live in a per-thread axis
+environment read by the collectives.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from functrax.errors import (
+    ConcretizationTypeError,
+    MissingRuleError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from functrax.core.array import IMMUTABLE_MSG, Array
+from functrax.core.avals import ShapedArray, get_aval
+from functrax.core.jaxpr import sub_jaxprs
+
+class Trace:
+    """Base of all traces; ``parent`` is the trace that was current when this one started."""
+
+    kind = "trace"
+
+    def __init__(self, parent: Trace | None = None):
+        self.parent = parent
+        self.level = 0 if parent is None else parent.level + 1
+        self.valid = True
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+    def invalidate(self):
+        self.valid = False
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}(level={self.level})"
+
+    def describe_origin(self, tracer) -> str:
+        return ""
+
+    def check_foreign(self, tracer):
+        """Called for a tracer that this trace did not make; raises if it escaped."""
+        if not tracer._trace.valid:
+            raise UnexpectedTracerError(
+                tracer, f"It was used by {self.describe()} after its transformation ended.")
+
+
+class TraceState(threading.local):
+    def __init__(self):
+        self.trace = EVAL_TRACE
+        self.axis_env = []  # AxisFrame stack of named axes bound by vmap / pmap
+
+
+@contextmanager
+def set_current_trace(trace):
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+
+
+def current_trace() -> Trace:
+    return _state.trace
+
+
+class AxisFrame:
+    """A named mapped axis in scope: its name and size."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name, size: int):
+        self.name = name
+        self.size = size
+
+    def __repr__(self):
+        return f"AxisFrame({self.name!r}, size={self.size})"
+
+
+@contextmanager
+def extend_axis_env(name, size: int):
+    """Bind axis ``name`` of ``size`` for collectives while tracing/evaluating the body."""
+    if name is None:
+        yield
+        return
+    _state.axis_env.append(AxisFrame(name, size))
+    try:
+        yield
+    finally:
+        _state.axis_env.pop()
+
+
+def axis_frame(name) -> AxisFrame:
+    """The innermost frame binding ``name``.
+
+    Raises:
+      NameError: for an unbound axis name, listing the bound ones.
+    """
+    for frame in reversed(_state.axis_env):
+        if frame.name == name:
+            return frame
+    bound = [f.name for f in _state.axis_env]
+    raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by "
+                    f"pmap or vmap(..., axis_name=...)) are available to collective operations: "
+                    f"{bound}")
+
+
+@contextmanager
+def new_trace(trace):
+    """Make ``trace`` current for the duration, then invalidate it (its tracers escape)."""
+    try:
+        with set_current_trace(trace):
+            yield trace
+    finally:
+        trace.invalidate()
+
+
+class Tracer:
+    """A stand-in for an array while a function is transformed. Subclasses set ``aval``."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    def to_concrete_value(self):
+        """The concrete numpy value behind this tracer, if the transform knows it."""
+        return None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __bool__(self):
+        v = self.to_concrete_value()
+        if v is None:
+            raise TracerBoolConversionError(self)
+        return bool(v)
+
+    def __index__(self):
+        v = self.to_concrete_value()
+        if v is None:
+            raise TracerIntegerConversionError(self)
+        return int(v)
+
+    def _concrete(self, name):
+        v = self.to_concrete_value()
+        if v is None:
+            raise ConcretizationTypeError(
+                self, f"The problem arose with the `{name}` function. ")
+        return v
+
+    def __int__(self):
+        return int(self._concrete("int"))
+
+    def __float__(self):
+        return float(self._concrete("float"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex"))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(self)
+
+    def __setitem__(self, idx, value):
+        raise TypeError(IMMUTABLE_MSG.format(type(self).__name__))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are not "
+                        "hashable; pass hashable values as static arguments instead)")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short(short_dtypes=False)}>with<{self._trace.describe()}>"
+
+
+def is_arraylike(x) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in (
+        bool, int, float, complex)
+
+
+# --- eager evaluation ---
+
+# the rules run by the EvalTrace: primitive -> fn(*numpy arrays, **params); the default
+# backend registers its table (functrax/lowering/numpy/rules.py) with register_eager_rules
+_eager_rules: dict = {}
+
+
+def register_eager_rules(table: dict) -> None:
+    """Make ``table`` (primitive -> numpy function, filled as rules are defined) the rules
+    of eager evaluation."""
+    global _eager_rules
+    _eager_rules = table
+
+
+def eager_rule(prim):
+    """The eager (default backend) rule of ``prim``, or None."""
+    return _eager_rules.get(prim)
+
+
+_AE_CACHE: dict = {}
+
+
+def abstract_eval_cached(prim, avals: tuple, params: dict):
+    """``prim.abstract_eval`` memoized on (primitive, avals, params) for eager dispatch."""
+    try:
+        key = (prim, avals, tuple(params.items()))
+        return _AE_CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable params
+        return abstract_eval(prim, avals, params)
+    out = abstract_eval(prim, avals, params)
+    if any(True for _ in sub_jaxprs(params)):
+        return out  # call-like: new jaxprs each call would keep executables alive in the cache
+    if len(_AE_CACHE) > 20000:
+        _AE_CACHE.clear()
+    _AE_CACHE[key] = out
+    return out
+
+
+def abstract_eval(prim, avals, params):
+    if prim.abstract_eval is None:
+        raise MissingRuleError("abstract evaluation", prim)
+    return prim.abstract_eval(*avals, **params)
+
+
+class EvalTrace(Trace):
+    """The bottom trace: evaluates primitives eagerly with the default backend."""
+
+    kind = "eval"
+
+    def process_primitive(self, prim, args, params):
+        avals = []
+        vals = []
+        for x in args:
+            if type(x) is Array:
+                avals.append(x.aval)
+                vals.append(x._value)
+                continue
+            if isinstance(x, Tracer):
+                raise UnexpectedTracerError(
+                    x, f"It was passed to primitive '{prim}' outside of any transformation.")
+            a = get_aval(x)
+            avals.append(a)
+            vals.append(np.asarray(x, a.dtype))
+        out_aval = abstract_eval_cached(prim, tuple(avals), params)
+        rule = _eager_rules.get(prim)
+        if rule is None:
+            raise MissingRuleError("eager evaluation (numpy backend)", prim)
+        out = rule(*vals, **params)
+        if prim.multiple_results:
+            return [_wrap(o, a, prim) for o, a in zip(out, out_aval)]
+        return _wrap(out, out_aval, prim)
+
+    def describe(self):
+        return "EvalTrace"
+
+
+def _wrap(value, aval: ShapedArray, prim) -> Array:
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    if value.dtype != aval.dtype:
+        value = value.astype(aval.dtype)
+    if value.shape != aval.shape:
+        raise AssertionError(f"internal error: numpy rule of '{prim}' returned shape "
+                             f"{value.shape}, abstract eval says {aval.str_short()}")
+    return Array._make(value, aval)
+
+
+EVAL_TRACE = EvalTrace()
+
+
+_state = TraceState()
+
+
+def axis_env() -> list:
+    """The named axes in scope on this thread (innermost last)."""
+    return _state.axis_env

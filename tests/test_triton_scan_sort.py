@@ -19,7 +19,7 @@ from functrax import jit, lax, random
 from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import compile as tcompile
 from functrax.lowering.triton.codegen import KernelConfig
-from functrax.random.prng import bitcast_convert_type
+from functrax.lax import bitcast_convert_type
 from functrax.test_util import enable_x64
 from tests.triton_harness import BF16
 

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.primitives.define import new_primitive
@@ -278,7 +279,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     _check_branch_outputs("true_fun", "false_fun", true_fun, false_fun,
                           traced.out_trees[0], true_jaxpr.out_avals,
                           traced.out_trees[1], false_jaxpr.out_avals)
-    index = lax.convert_element_type(pred, np.int32)
+    index = P.convert_element_type(pred, np.int32)
     return _bind_cond(index, traced, ops)
 
 
@@ -350,8 +351,8 @@ def switch(index, branches, *operands, operand=_no_operand):
     if len(branches) == 1:
         return branches[0](*operands)
 
-    index = lax.convert_element_type(index, np.int32)
-    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    index = P.convert_element_type(index, np.int32)
+    index = P.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     if config.disable_jit and _is_concrete(index):
         return branches[int(index)](*operands)
 
@@ -364,4 +365,3 @@ def switch(index, branches, *operands, operand=_no_operand):
     return _bind_cond(index, traced, ops)
 
 
-from functrax.control_flow import cond_rules as _cond_rules  # noqa: E402,F401  (every table)

@@ -12,7 +12,8 @@ import weakref
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.control_flow.cond import cond_p, join_closed
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.lowering.cost import cost_analysis, cost_rules
@@ -112,7 +113,7 @@ def _known_branch(known: ClosedJaxpr, n_known: int, slot_idx, slot_avals):
         vals = [None] * len(slot_avals)
         for r, s in zip(outs[n_known:], slot_idx):
             vals[s] = r
-        return list(outs[:n_known]) + [lax.full(a.shape, 0, a.dtype) if v is None else v
+        return list(outs[:n_known]) + [P.full(a.shape, 0, a.dtype) if v is None else v
                                        for v, a in zip(vals, slot_avals)]
     return trace_to_jaxpr(f, known.in_avals)
 
@@ -206,7 +207,7 @@ def _bcast_to(pred, like):
     shape = core.get_aval(like).shape
     if len(shape) == 1:
         return pred
-    return lax.broadcast_in_dim(pred, shape, (0,))
+    return P.broadcast_in_dim(pred, shape, (0,))
 
 
 def _vmap_batched_index(axis, vals, dims, branches):
@@ -214,18 +215,18 @@ def _vmap_batched_index(axis, vals, dims, branches):
     size = axis.size
     index = bdim_at_front(vals[0], dims[0], size)
     ops = [bdim_at_front(x, d, size) for x, d in zip(vals[1:], dims[1:])]
-    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    index = P.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     per_branch = []
     for i, branch in enumerate(branches):
         batched, out_dims = batch_jaxpr(branch, axis, [0] * len(ops))
         # examples that do not take this branch get no gradient through it (as JAX: a
         # NaN derivative of an unselected branch must not leak into the cotangents)
-        take = lax.eq(index, np.int32(i))
-        ins = [lax.select(_bcast_to(take, x), x, lax.stop_gradient(x))
+        take = P.eq(index, np.int32(i))
+        ins = [P.select(_bcast_to(take, x), x, P.stop_gradient(x))
                if dtypes.is_inexact(core.get_aval(x).dtype) else x for x in ops]
         outs = core.eval_jaxpr(batched.jaxpr, batched.consts, *ins)
         per_branch.append([bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)])
-    outs = [lax.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*per_branch)]
+    outs = [P.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*per_branch)]
     return outs, [0] * len(outs)
 
 

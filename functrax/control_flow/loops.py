@@ -22,7 +22,8 @@ import operator
 import weakref
 from typing import NamedTuple
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.config import config
 from functrax.core import ClosedJaxpr
 from functrax.errors import ConcretizationTypeError
@@ -132,7 +133,7 @@ def _promote_weak_typed_inputs(vals, in_avals, out_avals):
     for i, (a, o) in enumerate(zip(in_avals, out_avals)):
         if a.weak_type and not core.typematch(a, o):
             dt, _ = dtypes.result_dtype_and_weak((a.dtype, True), (o.dtype, o.weak_type))
-            vals[i] = lax.convert_element_type(vals[i], dt)
+            vals[i] = P.convert_element_type(vals[i], dt)
             changed = True
     return vals, changed
 
@@ -264,9 +265,9 @@ def _bounded_while_loop(cond_fun, body_fun, init_val, max_steps):
     def step(carry, _):
         done, vals = carry
         pred, = core.eval_jaxpr(loop.cond.jaxpr, (), *loop.cond_consts, *vals)
-        go = lax.bitwise_and(lax.bitwise_not(done), pred)
+        go = P.bitwise_and(P.bitwise_not(done), pred)
         new = core.eval_jaxpr(loop.body.jaxpr, (), *loop.body_consts, *vals)
-        return (lax.bitwise_not(go), [lax.select(go, a, b) for a, b in zip(new, vals)]), None
+        return (P.bitwise_not(go), [P.select(go, a, b) for a, b in zip(new, vals)]), None
 
     (_, vals), _ = scan(step, (False, list(loop.init_vals)), None, length=n)
     return tree_unflatten(loop.tree, vals)
@@ -277,7 +278,7 @@ def _bounded_while_loop(cond_fun, body_fun, init_val, max_steps):
 
 def _fori_cond_fun(loop_carry):
     i, upper, _ = loop_carry
-    return lax.lt(i, upper)
+    return P.lt(i, upper)
 
 
 # fori_loop's wrappers of a body_fun, made once per body_fun (as JAX) so that the traces of
@@ -302,7 +303,7 @@ def _fori_body_fun(body_fun):
     def make(body_ref):
         def while_body_fun(loop_carry):
             i, upper, x = loop_carry
-            return lax.add(i, 1), upper, body_ref()(i, x)
+            return P.add(i, 1), upper, body_ref()(i, x)
         return while_body_fun
     return _fori_wrapper(body_fun, make, "while")
 
@@ -401,11 +402,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
     if core.get_aval(lower).dtype != dtype:
-        lower = lax.convert_element_type(lower, dtype)
+        lower = P.convert_element_type(lower, dtype)
     if core.get_aval(upper).dtype != dtype:
-        upper = lax.convert_element_type(upper, dtype)
+        upper = P.convert_element_type(upper, dtype)
     _, _, result = while_loop(_fori_cond_fun, _fori_body_fun(body_fun), (lower, upper, init_val))
     return result
 
 
-from functrax.control_flow import loops_rules as _loops_rules  # noqa: E402,F401  (rule tables)

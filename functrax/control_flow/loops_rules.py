@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import weakref
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.control_flow.loops import while_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
 from functrax.lowering.numpy.rules import numpy_rules
@@ -250,13 +251,13 @@ def _lane_select_loop(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, n_cc, n_bc):
 
     def cond(*args):
         pred, = _eval(cond_b, *args)
-        return [lax.reduce_or(pred, (0,))]
+        return [P.reduce_or(pred, (0,))]
 
     def body(*args):
         cconsts, bconsts, carry = _split3(args, n_cc, n_bc)
         pred, = _eval(cond_b, *cconsts, *carry)
         new = _eval(body_b, *bconsts, *carry)
-        return [lax.select(lax.broadcast_in_dim(pred, core.get_aval(c).shape, (0,)), n, c)
+        return [P.select(P.broadcast_in_dim(pred, core.get_aval(c).shape, (0,)), n, c)
                 for n, c in zip(new, carry)]
 
     cond_avals = cond_b.in_avals[:n_cc] + body_b.in_avals[n_bc:]

@@ -19,7 +19,8 @@ import weakref
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.core import ShapedArray, typematch
 from functrax.errors import ConcretizationTypeError
 from functrax.lowering.numpy.rules import numpy_rules
@@ -127,11 +128,11 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - the name JAX gives it
     from functrax.transforms.vmap import vmap
     scan_xs, rem_xs = _batch_and_remainder(xs, batch_size)
     _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), scan_xs)
-    ys = tree_map(lambda y: lax.reshape(y, (y.shape[0] * y.shape[1],) + y.shape[2:]), ys)
+    ys = tree_map(lambda y: P.reshape(y, (y.shape[0] * y.shape[1],) + y.shape[2:]), ys)
     if rem_xs is None:
         return ys
     rem_ys = vmap(f)(rem_xs)
-    return tree_map(lambda a, b: lax.concatenate([a, b], 0), ys, rem_ys)
+    return tree_map(lambda a, b: P.concatenate([a, b], 0), ys, rem_ys)
 
 
 def _batch_and_remainder(xs, batch_size):
@@ -140,9 +141,9 @@ def _batch_and_remainder(xs, batch_size):
     length = _scan_length(leaves, None)
     num_batches, rem = divmod(length, batch_size)
     full = num_batches * batch_size
-    batched = [lax.reshape(lax.slice_in_dim(x, 0, full, axis=0) if rem else x,
+    batched = [P.reshape(P.slice_in_dim(x, 0, full, axis=0) if rem else x,
                            (num_batches, batch_size) + tuple(x.shape[1:])) for x in leaves]
-    remainder = [lax.slice_in_dim(x, full, length, axis=0) for x in leaves] if rem else None
+    remainder = [P.slice_in_dim(x, full, length, axis=0) for x in leaves] if rem else None
     return (tree_unflatten(tree, batched),
             None if remainder is None else tree_unflatten(tree, remainder))
 
@@ -241,7 +242,7 @@ def _promote_weak_typed_inputs(in_vals, out_avals):
         aval = core.get_aval(x)
         if aval.weak_type and not typematch(aval, out):
             new_dtype = dtypes.result_type(x, out.dtype)
-            in_vals[i] = lax.convert_element_type(x, new_dtype)
+            in_vals[i] = P.convert_element_type(x, new_dtype)
             changed = True
     return in_vals, changed
 
@@ -415,4 +416,3 @@ def _scan_numpy(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
 
 numpy_rules[scan_p] = _scan_numpy
 
-from functrax.control_flow import scan_rules as _scan_rules  # noqa: E402,F401

@@ -19,7 +19,8 @@ Each rule transforms the body jaxpr and binds ``scan`` again:
 """
 from __future__ import annotations
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.control_flow.scan import _split, scan_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
 from functrax.lowering.triton.control_flow import scan_rule as triton_scan_rule
@@ -271,7 +272,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
     t_body = trace_to_jaxpr(body, in_avals)
     res_c = [a for a in consts if not is_undefined(a)]
     res_x = [a for a in xs if not is_undefined(a)]
-    acc0 = [lax.full(v.aval.shape, 0, v.aval.dtype) for v in lin_c]
+    acc0 = [P.full(v.aval.shape, 0, v.aval.dtype) for v in lin_c]
     ct_c0 = [_inst(c, av) for c, av in zip(ct_carry, carry_avals)]
     outs = _bind(res_c, acc0 + ct_c0, [c for c in ct_ys if type(c) is not Zero] + res_x, t_body,
                  dict(length=length, reverse=not reverse, unroll=unroll))

@@ -14,7 +14,9 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.lax import linalg as _la
-from functrax.lax.linalg import _diagonal, _H, _matmul, _permutation_matrix, _row, _T
+from functrax.primitives.linalg import (
+    adjoint, as_rows, batched_matmul, diagonal, eye_like, permutation_matrix, transpose_last,
+)
 from functrax.numpy import reductions, selection, ufuncs
 from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes_inexact,
@@ -82,7 +84,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     a = _inexact("cholesky", a)
     _check_square("cholesky", a)
     L = _la.cholesky(a, symmetrize_input=symmetrize_input)
-    return _H(L) if upper else L
+    return adjoint(L) if upper else L
 
 
 def _uplo(uplo):
@@ -164,7 +166,7 @@ def qr(a, mode: str = "reduced"):
 
 def _lu_solve(lu_, perm, b):
     """``a^-1 @ b`` from ``a``'s LU factors (``b`` ``[..., m, k]``, equal batch dims)."""
-    x = _matmul(_permutation_matrix(perm, core.get_aval(b).dtype), b)
+    x = batched_matmul(permutation_matrix(perm, core.get_aval(b).dtype), b)
     x = _la.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
     return _la.triangular_solve(lu_, x, left_side=True, lower=False)
 
@@ -206,7 +208,7 @@ def inv(a):
     """
     a = _inexact("inv", a)
     _check_square("inv", a)
-    return solve(a, _la._eye_like(a))
+    return solve(a, eye_like(a))
 
 
 def _lu_parts(name, a):
@@ -219,7 +221,7 @@ def _lu_parts(name, a):
                                                           len(_shape(pivots)) - 1))
     swaps = reductions.sum(moved, axis=-1) if k else lax.full(_shape(pivots)[:-1], 0, np.int32)
     odd = ufuncs.equal(ufuncs.remainder(swaps, 2), 1)
-    return _diagonal(lu_), odd
+    return diagonal(lu_), odd
 
 
 def det(a):
@@ -283,8 +285,9 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     cutoff = ufuncs.multiply(rtol, reductions.max(s, axis=-1, keepdims=True))
     s = selection.where(ufuncs.greater(s, cutoff), s, np.asarray(np.inf, core.get_aval(s).dtype))
     k = _shape(s)[-1]
-    s_col = lax.convert_element_type(_T(_row(s, m)), core.get_aval(a).dtype)  # [..., k, m]
-    return _matmul(_H(vh), lax.div(_H(u), s_col)) if k else lax.full(
+    s_col = lax.convert_element_type(transpose_last(as_rows(s, m)),  # [..., k, m]
+                                     core.get_aval(a).dtype)
+    return batched_matmul(adjoint(vh), lax.div(adjoint(u), s_col)) if k else lax.full(
         (*batch, n, m), 0, core.get_aval(a).dtype)
 
 
@@ -332,10 +335,10 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     s_safe = selection.where(keep, s, np.asarray(np.inf, core.get_aval(s).dtype))
     b2 = lax.expand_dims(b, (1,)) if len(sb) == 1 else b
     kk = _shape(s)[0]
-    coef = lax.div(_matmul(_H(u), b2), lax.convert_element_type(
+    coef = lax.div(batched_matmul(adjoint(u), b2), lax.convert_element_type(
         lax.broadcast_in_dim(s_safe, (kk, _shape(b2)[1]), (0,)), core.get_aval(a).dtype))
-    x = _matmul(_H(vh), coef)
-    resid_vec = reductions.sum(ufuncs.square(ufuncs.abs(ufuncs.subtract(b2, _matmul(a, x)))),
+    x = batched_matmul(adjoint(vh), coef)
+    resid_vec = reductions.sum(ufuncs.square(ufuncs.abs(ufuncs.subtract(b2, batched_matmul(a, x)))),
                                axis=0)
     resid = resid_vec if len(sb) == 2 else lax.expand_dims(reductions.sum(resid_vec), (0,))
     if m <= n or (numpy_resid and int(rank) != n):

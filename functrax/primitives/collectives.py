@@ -13,9 +13,13 @@ import math
 
 from functrax import core
 from functrax.primitives.define import NUMBER, ShapedArray, check_dtype, new_primitive, np
+from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
+from functrax import dtypes
+import operator
+from functrax.primitives.elementwise import add, as_operand, convert_element_type, div, mul
+from functrax.primitives.shape import expand_dims, full, squeeze
+from functrax.primitives.reductions import reduce_max, reduce_min, reduce_sum
 
-__all__ = ["psum_p", "pmax_p", "pmin_p", "all_gather_p", "axis_index_p", "ppermute_p",
-           "all_to_all_p", "reduce_scatter_p"]
 
 
 def axis_names(axis_name) -> tuple:
@@ -181,3 +185,273 @@ def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_gr
     shape[split_axis] //= size
     shape[concat_axis] *= size
     return ShapedArray(tuple(shape), x.dtype)
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def _no_groups(fn: str, axis_index_groups):
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{fn}: axis_index_groups is not supported (only None); "
+                                  "split the axis with nested vmaps and name the inner one")
+
+
+def _is_positional(a) -> bool:
+    return isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+
+
+def _split_axes(axis_name):
+    """(named axes, positional int axes) of a collective's ``axis_name``."""
+    names = axis_names(axis_name)
+    return (tuple(a for a in names if not _is_positional(a)),
+            [int(a) for a in names if _is_positional(a)])
+
+
+def _coll_axis(fn: str, what: str, axis, ndim: int) -> int:
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{fn}: {what} {axis} is out of bounds: it must be in "
+                         f"[{-ndim}, {ndim}) here")
+    return axis % ndim
+
+
+def _leafas_operand(x):
+    """Python scalars become rank-0 Arrays (weak-typed) so every operand has an array type."""
+    return full((), x) if type(x) in (bool, int, float, complex) else x
+
+
+def _reduce_positional(fn, reduce_fn, leaf, pos):
+    if not pos:
+        return leaf
+    nd = core.get_aval(leaf).ndim
+    axes = sorted({_coll_axis(fn, "positional axis", a, nd) for a in pos})
+    return reduce_fn(leaf, axes)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    """Sum ``x`` over the named axis ``axis_name``: every lane gets the same total.
+
+    Args:
+      x: an array or a pytree of arrays (booleans are summed as int32).
+      axis_name: a name bound by ``vmap(..., axis_name=...)``, or a tuple of names (ints in
+        the tuple are positional axes of ``x``, reduced too).
+      axis_index_groups: only None is supported.
+
+    Returns:
+      A pytree like ``x``; a value that is the same in every lane is multiplied by the size.
+
+    Raises:
+      NameError: for an unbound axis name.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: psum(v, "i"), axis_name="i")(fnp.arange(4.0))
+    Array([6., 6., 6., 6.], dtype=float32)
+    """
+    _no_groups("psum", axis_index_groups)
+    named, pos = _split_axes(axis_name)
+    size = axis_size(named)
+    leaves, tree = tree_flatten(x)
+    leaves = [convert_element_type(v, np.int32) if core.get_aval(v).dtype == np.bool_ else v
+              for v in leaves]
+    leaves = [_reduce_positional("psum", reduce_sum, v, pos) for v in leaves]
+    if not named or not leaves:
+        return tree_unflatten(tree, leaves)
+    if not any(isinstance(v, core.Tracer) for v in leaves):  # the same value in every lane
+        out = [size * v if type(v) in (int, float, complex) else mul(v, as_operand(size, v))
+               for v in leaves]
+    else:
+        out = psum_p.bind(*[_leafas_operand(v) for v in leaves], axes=named,
+                            axis_index_groups=None)
+    return tree_unflatten(tree, out)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """Mean of ``x`` over the named axis ``axis_name`` (``psum(x) / size``, as JAX).
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: v - pmean(v, "i"), axis_name="i")(fnp.arange(4.0))
+    Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
+    """
+    _no_groups("pmean", axis_index_groups)
+    named, pos = _split_axes(axis_name)
+    leaves, tree = tree_flatten(x)
+    sums = tree_flatten(psum(x, axis_name))[0]
+    size = axis_size(named)
+    out = []
+    for v, s in zip(leaves, sums):
+        nd = core.get_aval(v).ndim
+        shape = core.get_aval(v).shape
+        n = size * math.prod(shape[_coll_axis("pmean", "positional axis", a, nd)]
+                              for a in set(pos))
+        if type(s) in (int, float, complex):
+            out.append(s / n)
+        elif dtypes.is_inexact(core.get_aval(s).dtype):
+            out.append(div(s, as_operand(n, s)))  # JAX's ``v / n``: ``div v 4.0``
+        else:  # integer sums: true division promotes to the default float type
+            out.append(s / full((), float(n)))
+    return tree_unflatten(tree, out)
+
+
+def _pminmax(prim, reduce_fn, fn):
+    def op(x, axis_name, *, axis_index_groups=None):
+        _no_groups(fn, axis_index_groups)
+        named, pos = _split_axes(axis_name)
+        axis_size(named)
+        leaves, tree = tree_flatten(x)
+        leaves = [_reduce_positional(fn, reduce_fn, v, pos) for v in leaves]
+        if named and leaves:
+            leaves = prim.bind(*[_leafas_operand(v) for v in leaves], axes=named,
+                               axis_index_groups=None)
+        return tree_unflatten(tree, leaves)
+    op.__name__ = fn
+    op.__doc__ = (f"Elementwise {fn[1:]}imum of ``x`` (an array or pytree) over the named axis "
+                  f"``axis_name`` (a name or a tuple of names); every lane gets the result.")
+    return op
+
+
+pmax = _pminmax(pmax_p, reduce_max, "pmax")
+pmin = _pminmax(pmin_p, reduce_min, "pmin")
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+    """Gather the values of every lane of ``axis_name``; every lane gets all of them.
+
+    Args:
+      x: an array or pytree of arrays.
+      axis_name: a name (or tuple of names) bound by ``vmap``.
+      axis: where the new axis (of the axis size) goes in the result; with ``tiled=True``
+        the lanes' values are concatenated along the existing axis ``axis`` instead.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: all_gather(v, "i"), axis_name="i")(fnp.arange(2.0))
+    Array([[0., 1.],
+           [0., 1.]], dtype=float32)
+    """
+    _no_groups("all_gather", axis_index_groups)
+    names = axis_names(axis_name)
+    size = axis_size(names)
+
+    def bind(leaf):
+        leaf = _leafas_operand(leaf)
+        nd = core.get_aval(leaf).ndim
+        if tiled and nd == 0:
+            raise ValueError("all_gather: tiled=True needs an operand of rank >= 1 (it "
+                             "concatenates along an existing axis); got a scalar")
+        dim = _coll_axis("all_gather", "axis", axis, nd if tiled else nd + 1)
+        return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
+                                   axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+    return tree_map(bind, x)
+
+
+def axis_index(axis_name):
+    """The int32 index of the current lane along ``axis_name`` (a tuple of names: the
+    row-major index over them).
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: v + axis_index("i"), axis_name="i")(fnp.zeros(3, "int32"))
+    Array([0, 1, 2], dtype=int32)
+    """
+    if not isinstance(axis_name, (tuple, list)):
+        core.axis_frame(axis_name)
+        return axis_index_p.bind(axis_name=axis_name)
+    index, inner = full((), 0, np.int32), 1
+    for name in reversed(tuple(axis_name)):
+        index = add(index, mul(axis_index(name), as_operand(inner, index)))
+        inner *= axis_size(name)
+    return index
+
+
+def ppermute(x, axis_name, perm):
+    """Send each lane's ``x`` along ``perm``, a sequence of (source, destination) lane pairs;
+    a lane that is no destination gets zeros.
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: ppermute(v, "i", [(0, 1), (1, 2)]), axis_name="i")(
+    ...     fnp.array([1.0, 2.0, 3.0]))
+    Array([0., 1., 2.], dtype=float32)
+    """
+    names = axis_names(axis_name)
+    size = axis_size(names)
+    try:
+        perm = tuple((operator.index(s), operator.index(d)) for s, d in perm)
+    except (TypeError, ValueError):
+        raise TypeError(f"ppermute: perm must be a sequence of (source, destination) pairs of "
+                        f"ints, got {perm!r}") from None
+    check_perm(perm, size, names)
+    return tree_map(lambda v: ppermute_p.bind(_leafas_operand(v), axis_name=names, perm=perm),
+                     x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Lane ``i`` gets the ``x`` of lane ``perm[i]`` (``perm`` a permutation of the lanes)."""
+    perm = [operator.index(p) for p in perm]
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+    """Split ``x`` along ``split_axis`` into one chunk per lane, send chunk ``j`` to lane
+    ``j``, and stack (``tiled``: concatenate) the received chunks along ``concat_axis``.
+
+    Untiled, ``x.shape[split_axis]`` must equal the axis size: that axis is removed and a
+    new axis (over the source lanes) is inserted at ``concat_axis``.
+    """
+    _no_groups("all_to_all", axis_index_groups)
+    if isinstance(axis_name, list):
+        axis_name = tuple(axis_name)
+    size = axis_size(axis_name)
+
+    def bind(leaf):
+        leaf = _leafas_operand(leaf)
+        shape = core.get_aval(leaf).shape
+        s = _coll_axis("all_to_all", "split_axis", split_axis, len(shape))
+        c = _coll_axis("all_to_all", "concat_axis", concat_axis, len(shape))
+        if tiled:
+            if shape[s] % size:
+                raise ValueError(f"The size of all_to_all's split_axis ({shape[s]}) has to be "
+                                 f"divisible by the size of the named axis {axis_name} "
+                                 f"({size})")
+        else:
+            if shape[s] != size:
+                raise ValueError("all_to_all requires the size of the mapped axis axis_name "
+                                 "to equal x.shape[split_axis], but they are "
+                                 f"{size} and {shape[s]} respectively.")
+            if s < c:
+                c += 1  # concat_axis is a position after split_axis is removed
+                leaf = expand_dims(leaf, (c,))
+            elif c < s:
+                leaf = expand_dims(leaf, (c,))
+                s += 1
+        out = all_to_all_p.bind(leaf, split_axis=s, concat_axis=c, axis_name=axis_name,
+                                  axis_index_groups=None, tiled=bool(tiled))
+        return out if tiled or s == c else squeeze(out, (s,))
+    return tree_map(bind, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """``psum`` whose result is scattered: lane ``i`` keeps block ``i`` of the sum along
+    ``scatter_dimension`` (untiled: that dimension must equal the axis size and is removed).
+
+    >>> import functrax, functrax.numpy as fnp
+    >>> functrax.vmap(lambda v: psum_scatter(v, "i"), axis_name="i")(fnp.eye(2))
+    Array([1., 1.], dtype=float32)
+    """
+    _no_groups("psum_scatter", axis_index_groups)
+    names = axis_names(axis_name)
+    size = axis_size(names)
+
+    def bind(leaf):
+        leaf = _leafas_operand(leaf)
+        nd = core.get_aval(leaf).ndim
+        dim = _coll_axis("psum_scatter", "scatter_dimension", scatter_dimension, nd)
+        return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=names,
+                                       axis_index_groups=None, axis_size=size,
+                                       tiled=bool(tiled))
+    return tree_map(bind, x)
+
+__all__ = [
+    "axis_names", "axis_size", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
+    "reduce_scatter_p", "axis_index_p", "ppermute_p", "check_perm", "all_to_all_p", "psum",
+    "pmean", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "pshuffle", "all_to_all",
+    "psum_scatter",
+]

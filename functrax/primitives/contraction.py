@@ -4,6 +4,8 @@ from __future__ import annotations
 from functrax.primitives.define import (
     NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
+from functrax import core
+from functrax import dtypes
 
 dot_general_p = new_primitive("dot_general")
 
@@ -38,3 +40,30 @@ def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
     out_dtype = np.dtype(preferred_element_type) if preferred_element_type else lhs.dtype
     shape = dot_general_shape(lhs.shape, rhs.shape, dimension_numbers)
     return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """Contract ``lhs`` and ``rhs``: ``dimension_numbers = ((lc, rc), (lb, rb))``."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+          (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
+        preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                                preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix products of rank <= 2 operands."""
+    ln, rn = core.get_aval(lhs).ndim, core.get_aval(rhs).ndim
+    if not (1 <= ln <= 2 and 1 <= rn <= 2):
+        raise TypeError(f"lax.dot takes rank 1 or 2 operands, got shapes "
+                        f"{core.get_aval(lhs).shape} and {core.get_aval(rhs).shape}")
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+__all__ = [
+    "dot_general_p", "dot_general_shape", "dot_general", "dot",
+]

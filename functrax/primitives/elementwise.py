@@ -10,6 +10,9 @@ from functrax.primitives.define import (
     ANY, BOOL_OR_INT, FLOATING, INEXACT, INTEGRAL, NUMBER, ShapedArray, check_dtype, dtypes,
     new_primitive, np, shape_str,
 )
+from functrax.core import Array
+from functrax import core
+import operator
 
 
 def _nary_shape(name, avals):
@@ -199,3 +202,123 @@ def _clamp_abstract(lo, x, hi):
 
 # identity whose derivative is zero (lax.stop_gradient)
 stop_gradient_p = unop("stop_gradient", ANY)
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def as_operand(x, like=None):
+    """Python scalars take the dtype of ``like`` (as weak-typed constants), else their own."""
+    if type(x) in (bool, int, float, complex):
+        if like is not None and type(like) not in (bool, int, float, complex):
+            dt = core.get_aval(like).dtype
+            return Array._make(np.asarray(x, dt), core.scalar_aval(dt, type(x) is not bool))
+        return x
+    return x
+
+
+def _unary(prim):
+    def op(x):
+        return prim.bind(as_operand(x))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}`` (binds the ``{prim.name}`` primitive)."
+    return op
+
+
+def _binary(prim):
+    def op(x, y):
+        return prim.bind(as_operand(x, y), as_operand(y, x))
+    op.__name__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}`` of operands of equal dtype and shape (or rank-0)."
+    return op
+
+
+neg, sign, abs, floor, ceil = map(_unary, (neg_p, sign_p, abs_p, floor_p, ceil_p))
+exp, exp2, log, log1p, expm1 = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p))
+tanh, logistic, sqrt, rsqrt, cbrt = map(_unary, (tanh_p, logistic_p, sqrt_p, rsqrt_p,
+                                                  cbrt_p))
+sin, cos, tan, asin, acos, atan = map(_unary, (sin_p, cos_p, tan_p, asin_p, acos_p,
+                                                atan_p))
+sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p,
+                                                atanh_p))
+erf, erfc, erf_inv, lgamma, digamma = map(_unary, (erf_p, erfc_p, erf_inv_p, lgamma_p,
+                                                    digamma_p))
+square, is_finite, bitwise_not = map(_unary, (square_p, is_finite_p, not_p))
+real, imag, conj = map(_unary, (real_p, imag_p, conj_p))
+
+add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p,
+                                              pow_p))
+max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))
+eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
+shift_left, shift_right_arithmetic, shift_right_logical = map(_binary, (
+    shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
+
+
+def round(x, rounding_method=0):
+    """Round to integral values: method 0 away from zero, 1 to nearest even."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static Python int ``y`` (computed by repeated multiplication)."""
+    return integer_pow_p.bind(x, y=operator.index(y))
+
+
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
+    """Cast ``operand`` to ``new_dtype`` (canonicalized: float64 means float32 unless x64)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    aval = core.get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def select_n(which, *cases):
+    """Select elementwise from ``cases`` by the (bool or int) ``which``."""
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (``select_n(pred, on_false, on_true)``)."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min, x, max):
+    return clamp_p.bind(as_operand(min, x), x, as_operand(max, x))
+
+
+def stop_gradient(x):
+    """``x`` with a zero derivative (maps over pytrees; non-float leaves pass unchanged).
+
+    >>> import functrax
+    >>> functrax.grad(lambda x: x * stop_gradient(x))(3.0)
+    Array(3., dtype=float32, weak_type=True)
+    """
+    from functrax.tree_util import tree_map
+
+    def stop(v):
+        if dtypes.is_inexact(core.get_aval(v).dtype):
+            return stop_gradient_p.bind(v)
+        return v
+    return tree_map(stop, x)
+
+__all__ = [
+    "unop", "binop", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p", "round_p", "is_finite_p",
+    "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sqrt_p",
+    "rsqrt_p", "cbrt_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p",
+    "cosh_p", "asinh_p", "acosh_p", "atanh_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",
+    "digamma_p", "square_p", "not_p", "copy_p", "real_p", "imag_p", "conj_p", "add_p", "sub_p",
+    "mul_p", "div_p", "rem_p", "pow_p", "max_p", "min_p", "atan2_p", "nextafter_p", "and_p",
+    "or_p", "xor_p", "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p",
+    "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "integer_pow_p", "convert_element_type_p",
+    "select_n_p", "clamp_p", "stop_gradient_p", "as_operand", "neg", "sign", "abs", "floor",
+    "ceil", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
+    "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "square", "is_finite",
+    "bitwise_not", "real", "imag", "conj", "add", "sub", "mul", "div", "rem", "pow", "max",
+    "min", "atan2", "nextafter", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "round", "integer_pow", "convert_element_type", "select_n", "select", "clamp",
+    "stop_gradient",
+]

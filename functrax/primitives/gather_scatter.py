@@ -15,18 +15,9 @@ import collections
 import enum
 
 from functrax.primitives.define import ShapedArray, new_primitive
+from functrax import core
+import numpy as np
 
-__all__ = [
-    "GatherDimensionNumbers",
-    "GatherScatterMode",
-    "ScatterDimensionNumbers",
-    "gather_p",
-    "scatter_add_p",
-    "scatter_max_p",
-    "scatter_min_p",
-    "scatter_mul_p",
-    "scatter_p",
-]
 
 
 def _dims(x) -> tuple:
@@ -340,3 +331,77 @@ scatter_add_p = _scatter_primitive("scatter-add")
 scatter_mul_p = _scatter_primitive("scatter-mul")
 scatter_min_p = _scatter_primitive("scatter-min")
 scatter_max_p = _scatter_primitive("scatter-max")
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def _gather_fill_value(dtype):
+    """JAX's default gather fill: NaN (inexact), min (signed), max (unsigned), True (bool)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return True
+    if dtype.kind == "i":
+        return int(np.iinfo(dtype).min)
+    if dtype.kind == "u":
+        return int(np.iinfo(dtype).max)
+    return float("nan")
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    """Gather slices of ``operand`` at ``start_indices`` (XLA's gather, as ``jax.lax.gather``).
+
+    Args:
+      operand: the array to gather from.
+      start_indices: integer array; its last dimension holds one start-index vector.
+      dimension_numbers: a :class:`GatherDimensionNumbers`.
+      slice_sizes: the size of the slice taken at each start, one per operand dimension.
+      mode: ``None``/``"promise_in_bounds"`` (clamped here), ``"clip"`` or ``"fill"``.
+      fill_value: the value of out-of-bounds slices in ``"fill"`` mode (default: NaN for
+        inexact types, the minimum for signed, the maximum for unsigned, True for bool).
+
+    >>> x = Array(np.arange(5.0))
+    >>> gather(x, Array(np.array([[3], [1]], np.int32)),
+    ...        GatherDimensionNumbers((), (0,), (0,)), (1,))
+    Array([3., 1.], dtype=float32)
+    """
+    parsed = GatherScatterMode.from_any(
+        GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
+    if parsed == GatherScatterMode.FILL_OR_DROP:
+        if fill_value is None:
+            fill_value = _gather_fill_value(core.get_aval(operand).dtype)
+    else:
+        fill_value = None
+    return gather_p.bind(operand, start_indices, dimension_numbers=dimension_numbers,
+                         slice_sizes=tuple(int(s) for s in slice_sizes),
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices), mode=parsed, fill_value=fill_value)
+
+
+def _scatter_op(prim, doc):
+    def op(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+           unique_indices=False, mode=None):
+        return prim.bind(operand, scatter_indices, updates,
+                         dimension_numbers=dimension_numbers,
+                         indices_are_sorted=bool(indices_are_sorted),
+                         unique_indices=bool(unique_indices),
+                         mode=GatherScatterMode.from_any(mode), update_jaxpr=None,
+                         update_consts=())
+    op.__name__ = prim.name.replace("-", "_")
+    op.__doc__ = (f"{doc} (as ``jax.lax.{op.__name__}``).\n\n"
+                  "``updates`` must have the operand's dtype. ``mode=None`` drops updates "
+                  "whose window is out of bounds (FILL_OR_DROP); ``\"clip\"`` clamps them.")
+    return op
+
+
+scatter = _scatter_op(scatter_p, "Write ``updates`` into ``operand`` at ``scatter_indices``")
+scatter_add = _scatter_op(scatter_add_p, "Add ``updates`` into ``operand`` at the indices")
+scatter_mul = _scatter_op(scatter_mul_p, "Multiply ``operand`` by ``updates`` at the indices")
+scatter_min = _scatter_op(scatter_min_p, "Minimum of ``operand`` and ``updates`` at the indices")
+scatter_max = _scatter_op(scatter_max_p, "Maximum of ``operand`` and ``updates`` at the indices")
+
+__all__ = [
+    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather_p",
+    "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p", "gather",
+    "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+]

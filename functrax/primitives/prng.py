@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from functrax.primitives.define import ShapedArray, dtypes, new_primitive, np
 
-__all__ = ["threefry2x32_p", "bitcast_convert_type_p"]
 
 threefry2x32_p = new_primitive("threefry2x32", multiple_results=True)
 
@@ -66,3 +65,25 @@ def _bitcast_abstract(x, *, new_dtype):
         raise TypeError(f"bitcast_convert_type: unsupported new_dtype {new_dtype!r}")
     shape = bitcast_shape("bitcast_convert_type", x.shape, x.dtype, new_dtype)
     return ShapedArray(shape, new_dtype)
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """The bits of ``operand`` reinterpreted as ``new_dtype`` (``lax.bitcast_convert_type``).
+
+    Equal widths keep the shape; a wider operand dtype adds a trailing axis of size
+    ``in_bits // out_bits``; a narrower one consumes a trailing axis of ``out_bits // in_bits``.
+
+    >>> import numpy as np
+    >>> bitcast_convert_type(np.float32(1.0), np.uint32)
+    Array(1065353216, dtype=uint32)
+    """
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+__all__ = [
+    "threefry2x32_p", "bitcast_convert_type_p", "bitcast_convert_type", "bitcast_shape",
+]

@@ -4,6 +4,9 @@ from __future__ import annotations
 from functrax.primitives.define import (
     ANY, BOOL_OR_INT, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
+import builtins
+from functrax import core
+from functrax import dtypes
 
 
 def _reducer(name, accepted, keep_weak=True):
@@ -86,3 +89,77 @@ def _sort_abstract(*operands, dimension, is_stable, num_keys):
         raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
                          f"operands ({len(operands)})")
     return list(operands)
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def _axes(axes):
+    return tuple(int(a) for a in axes)
+
+
+def reduce_sum(operand, axes):
+    return reduce_sum_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_prod(operand, axes):
+    return reduce_prod_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_max(operand, axes):
+    return reduce_max_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_min(operand, axes):
+    return reduce_min_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_and(operand, axes):
+    return reduce_and_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_or(operand, axes):
+    return reduce_or_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_xor(operand, axes):
+    return reduce_xor_p.bind(operand, axes=_axes(axes))
+
+
+def argmax(operand, axis: int, index_dtype=np.int32):
+    return argmax_p.bind(operand, axes=(int(axis),),
+                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype=np.int32):
+    return argmin_p.bind(operand, axes=(int(axis),),
+                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def _cum(prim):
+    def op(operand, axis: int = 0, reverse: bool = False):
+        nd = core.get_aval(operand).ndim
+        return prim.bind(operand, axis=int(axis) % builtins.max(nd, 1), reverse=bool(reverse))
+    op.__name__ = prim.name
+    return op
+
+
+cumsum, cumprod, cummax, cummin, cumlogsumexp = builtins.map(_cum, (
+    cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p))
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort one array, or a sequence of arrays by the first ``num_keys`` of them."""
+    single = not isinstance(operand, (tuple, list))
+    ops = [operand] if single else list(operand)
+    nd = core.get_aval(ops[0]).ndim
+    out = sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
+                        is_stable=bool(is_stable), num_keys=int(num_keys))
+    return out[0] if single else tuple(out)
+
+__all__ = [
+    "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p",
+    "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p",
+    "cummin_p", "cumlogsumexp_p", "sort_p", "reduce_sum", "reduce_prod", "reduce_max",
+    "reduce_min", "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum",
+    "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
+]

@@ -5,8 +5,12 @@ from __future__ import annotations
 import math
 
 from functrax.primitives.define import (
-    ANY, ShapedArray, check_axes, check_dtype, dtypes, new_primitive, np,
+    ShapedArray, check_axes, check_dtype, dtypes, new_primitive, np,
 )
+from functrax.core import Array
+import builtins
+from functrax import core
+from functrax.primitives.elementwise import as_operand, convert_element_type
 
 broadcast_in_dim_p = new_primitive("broadcast_in_dim")
 
@@ -169,4 +173,128 @@ def _iota_abstract(*, dtype, shape, dimension, sharding=None):
     return ShapedArray(shape, dtype, False)
 
 
-__all__ = [n for n in dir() if n.endswith("_p")] + ["ANY", "np"]
+
+
+# --- wrappers that bind the primitives (re-exported by functrax.lax) ---
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    shape = tuple(int(d) for d in shape)
+    aval = core.get_aval(operand)
+    if aval.shape == shape and tuple(broadcast_dimensions) == tuple(range(len(shape))) and \
+            isinstance(operand, (core.Tracer, Array)):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape,
+                                     broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+def broadcast(operand, sizes):
+    """Add leading dimensions of the given ``sizes``."""
+    nd = core.get_aval(operand).ndim
+    shape = tuple(sizes) + core.get_aval(operand).shape
+    return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(sizes) + nd)))
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    new_sizes = tuple(int(d) for d in new_sizes)
+    aval = core.get_aval(operand)
+    if aval.shape == new_sizes and dimensions is None and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes,
+                            dimensions=None if dimensions is None else tuple(dimensions))
+
+
+def transpose(operand, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and isinstance(
+            operand, (core.Tracer, Array)):
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
+
+
+def squeeze(array, dimensions):
+    nd = core.get_aval(array).ndim
+    dims = tuple(sorted(int(d) % builtins.max(nd, 1) for d in dimensions))
+    return squeeze_p.bind(array, dimensions=dims) if dims else array
+
+
+def expand_dims(array, dimensions):
+    nd = core.get_aval(array).ndim + len(dimensions)
+    dims = tuple(sorted(int(d) % nd for d in dimensions))
+    return expand_dims_p.bind(array, dimensions=dims) if dims else array
+
+
+def rev(operand, dimensions):
+    return rev_p.bind(operand, dimensions=tuple(int(d) for d in dimensions))
+
+
+def concatenate(operands, dimension: int):
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def pad(operand, padding_value, padding_config):
+    cfg = tuple((int(lo), int(hi), int(it)) for lo, hi, it in padding_config)
+    return pad_p.bind(operand, as_operand(padding_value, operand), padding_config=cfg)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    return slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
+                          limit_indices=tuple(int(i) for i in limit_indices),
+                          strides=None if strides is None else tuple(int(s) for s in strides))
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    shape = core.get_aval(operand).shape
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start_index, limit_index, stride
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def iota(dtype, size: int):
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+                         shape=tuple(int(s) for s in shape), dimension=int(dimension))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (a broadcast of a scalar)."""
+    shape = tuple(int(s) for s in shape)
+    if not isinstance(fill_value, core.Tracer):
+        aval = core.get_aval(fill_value)
+        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+        fill_value = Array(np.asarray(fill_value, dt), weak_type=dtype is None and aval.weak_type)
+        if not shape:
+            return fill_value
+    elif dtype is not None:
+        fill_value = convert_element_type(fill_value, dtype)
+    if core.get_aval(fill_value).shape != ():
+        raise TypeError(f"full: fill_value must be a scalar, got shape "
+                        f"{core.get_aval(fill_value).shape}")
+    return broadcast_in_dim(fill_value, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    aval = core.get_aval(x)
+    return full(aval.shape if shape is None else shape, fill_value, dtype or aval.dtype)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+__all__ = [
+    "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "expand_dims_p", "rev_p",
+    "concatenate_p", "pad_p", "slice_p", "iota_p", "broadcast_in_dim", "broadcast", "reshape",
+    "transpose", "squeeze", "expand_dims", "rev", "concatenate", "pad", "slice",
+    "slice_in_dim", "index_in_dim", "iota", "broadcasted_iota", "full", "full_like",
+    "zeros_like_array",
+]

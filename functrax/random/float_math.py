@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import core, lax
-from functrax.random.prng import bitcast_convert_type
+from functrax.lax import bitcast_convert_type
 
 # Veltkamp splitting constants 2**ceil(p/2) + 1 for p-bit significands
 _SPLITTER = {np.dtype(np.float32): 4097.0, np.dtype(np.float64): 134217729.0}

@@ -16,31 +16,14 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.core import Array, Tracer
-from functrax.primitives.prng import bitcast_convert_type_p, threefry2x32_p
+from functrax.primitives.prng import threefry2x32_p
 
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                64: np.dtype(np.uint64)}
 _IMPLS = (None, "threefry2x32", "threefry")
 
 
-# --- lax-level wrappers of the PRNG primitives ---
-
-
-def bitcast_convert_type(operand, new_dtype):
-    """The bits of ``operand`` reinterpreted as ``new_dtype`` (``lax.bitcast_convert_type``).
-
-    Equal widths keep the shape; a wider operand dtype adds a trailing axis of size
-    ``in_bits // out_bits``; a narrower one consumes a trailing axis of ``out_bits // in_bits``.
-
-    >>> import numpy as np
-    >>> bitcast_convert_type(np.float32(1.0), np.uint32)
-    Array(1065353216, dtype=uint32)
-    """
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
-
-
-lax.bitcast_convert_type = bitcast_convert_type
+# --- the cipher and keys ---
 
 
 def threefry2x32(k1, k2, x1, x2):

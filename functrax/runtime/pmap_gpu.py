@@ -26,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core
 from functrax import primitives as P
 from functrax.core import Literal
 from functrax.runtime.devices import Shard, ShardedArray
@@ -123,7 +123,7 @@ class GpuShardedArray(ShardedArray):
 def _move(x, src, dst):
     order = [d for d in range(x.ndim) if d != src]
     order.insert(dst, src)
-    return x if src == dst else lax.transpose(x, tuple(order))
+    return x if src == dst else P.transpose(x, tuple(order))
 
 
 def _all_gather(x, *, all_gather_dimension, tiled, **p):
@@ -131,14 +131,14 @@ def _all_gather(x, *, all_gather_dimension, tiled, **p):
     y = _move(P.all_gather_p.bind(x, all_gather_dimension=0, tiled=False, **p), 0, d)
     if tiled:
         s = y.shape
-        y = lax.reshape(y, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
+        y = P.reshape(y, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
     return y
 
 
 def _reduce_scatter(x, *, scatter_dimension, tiled, axis_size, **p):
     d, s = scatter_dimension, x.shape
     if tiled:
-        x = lax.reshape(x, s[:d] + (axis_size, s[d] // axis_size) + s[d + 1:])
+        x = P.reshape(x, s[:d] + (axis_size, s[d] // axis_size) + s[d + 1:])
     return P.reduce_scatter_p.bind(_move(x, d, 0), scatter_dimension=0, tiled=False,
                                    axis_size=axis_size, **p)
 
@@ -146,11 +146,11 @@ def _reduce_scatter(x, *, scatter_dimension, tiled, axis_size, **p):
 def _all_to_all(x, *, split_axis, concat_axis, axis_name, **p):
     n = math.prod(core.axis_frame(a).size for a in axis_names(axis_name))
     sa, ca, s = split_axis, concat_axis, x.shape
-    z = _move(lax.reshape(x, s[:sa] + (n, s[sa] // n) + s[sa + 1:]), sa, 0)
+    z = _move(P.reshape(x, s[:sa] + (n, s[sa] // n) + s[sa + 1:]), sa, 0)
     w = _move(P.all_to_all_p.bind(z, split_axis=0, concat_axis=0, axis_name=axis_name, **p),
               0, ca)
     t = w.shape
-    return lax.reshape(w, t[:ca] + (t[ca] * t[ca + 1],) + t[ca + 2:])
+    return P.reshape(w, t[:ca] + (t[ca] * t[ca + 1],) + t[ca + 2:])
 
 
 _LEADING = {

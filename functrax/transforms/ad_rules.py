@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.transforms.jvp import (
     Zero, defjvp, defjvp2, defjvp_zero, deflinear, instantiate, jvp_rules, tangent_aval,
@@ -32,8 +32,8 @@ def _const(x, v):
 
 
 _one = lambda x: _const(x, 1)  # noqa: E731  (JAX's _one: a scalar)
-_ones = lambda x: lax.full_like(x, 1)  # noqa: E731  (JAX's _ones: x's shape)
-_zeros = lambda x: lax.full_like(x, 0)  # noqa: E731
+_ones = lambda x: P.full_like(x, 1)  # noqa: E731  (JAX's _ones: x's shape)
+_zeros = lambda x: P.full_like(x, 0)  # noqa: E731
 
 
 def _is_complex(x) -> bool:
@@ -44,7 +44,7 @@ def _maybe_broadcast(shape, x):
     """``x`` (of shape ``shape`` or rank 0) broadcast to ``shape``."""
     if core.get_aval(x).shape == tuple(shape):
         return x
-    return lax.broadcast_in_dim(x, shape, ())
+    return P.broadcast_in_dim(x, shape, ())
 
 
 def _out_shape(*xs):
@@ -53,7 +53,7 @@ def _out_shape(*xs):
 
 
 def _replace_zero(x):
-    return lax.select(lax.eq(x, _const(x, 0)), _ones(x), x)
+    return P.select(P.eq(x, _const(x, 0)), _ones(x), x)
 
 
 # --- non-differentiable primitives ---
@@ -68,50 +68,50 @@ if getattr(P, "stop_gradient_p", None) is not None:
     defjvp_zero(P.stop_gradient_p)
 
 # --- unary math (JAX's forms) ---
-defjvp(P.sin_p, lambda g, x: lax.mul(g, lax.cos(x)))
-defjvp(P.cos_p, lambda g, x: lax.neg(lax.mul(g, lax.sin(x))))
-defjvp2(P.tan_p, lambda g, ans, x: lax.mul(g, lax.add(_const(x, 1), lax.square(ans))))
-defjvp(P.asin_p, lambda g, x: lax.mul(g, lax.rsqrt(lax.sub(_const(x, 1), lax.square(x)))))
-defjvp(P.acos_p, lambda g, x: lax.mul(g, lax.neg(lax.rsqrt(lax.sub(_const(x, 1),
-                                                                  lax.square(x))))))
-defjvp(P.atan_p, lambda g, x: lax.div(g, lax.add(_const(x, 1), lax.square(x))))
-defjvp(P.sinh_p, lambda g, x: lax.mul(g, lax.cosh(x)))
-defjvp(P.cosh_p, lambda g, x: lax.mul(g, lax.sinh(x)))
-defjvp2(P.tanh_p, lambda g, ans, x: lax.mul(lax.add(g, lax.mul(g, ans)),
-                                            lax.sub(_one(x), ans)))
-defjvp(P.asinh_p, lambda g, x: lax.mul(g, lax.rsqrt(lax.add(lax.square(x), _one(x)))))
+defjvp(P.sin_p, lambda g, x: P.mul(g, P.cos(x)))
+defjvp(P.cos_p, lambda g, x: P.neg(P.mul(g, P.sin(x))))
+defjvp2(P.tan_p, lambda g, ans, x: P.mul(g, P.add(_const(x, 1), P.square(ans))))
+defjvp(P.asin_p, lambda g, x: P.mul(g, P.rsqrt(P.sub(_const(x, 1), P.square(x)))))
+defjvp(P.acos_p, lambda g, x: P.mul(g, P.neg(P.rsqrt(P.sub(_const(x, 1),
+                                                                  P.square(x))))))
+defjvp(P.atan_p, lambda g, x: P.div(g, P.add(_const(x, 1), P.square(x))))
+defjvp(P.sinh_p, lambda g, x: P.mul(g, P.cosh(x)))
+defjvp(P.cosh_p, lambda g, x: P.mul(g, P.sinh(x)))
+defjvp2(P.tanh_p, lambda g, ans, x: P.mul(P.add(g, P.mul(g, ans)),
+                                            P.sub(_one(x), ans)))
+defjvp(P.asinh_p, lambda g, x: P.mul(g, P.rsqrt(P.add(P.square(x), _one(x)))))
 
 
 def _acosh_jvp(g, x):
     if _is_complex(x):
         # principal branch: 1 / (sqrt(z - 1) sqrt(z + 1)); rsqrt(z^2 - 1) (JAX's real form)
         # has the wrong sign where the two square roots' branches differ
-        return lax.mul(g, lax.mul(lax.rsqrt(lax.sub(x, _one(x))),
-                                  lax.rsqrt(lax.add(x, _one(x)))))
-    return lax.mul(g, lax.rsqrt(lax.sub(lax.square(x), _one(x))))
+        return P.mul(g, P.mul(P.rsqrt(P.sub(x, _one(x))),
+                                  P.rsqrt(P.add(x, _one(x)))))
+    return P.mul(g, P.rsqrt(P.sub(P.square(x), _one(x))))
 
 
 defjvp(P.acosh_p, _acosh_jvp)
-defjvp(P.atanh_p, lambda g, x: lax.mul(lax.integer_pow(lax.add(_one(x), x), -1),
-                                       lax.div(g, lax.sub(_one(x), x))))
-defjvp2(P.exp_p, lambda g, ans, x: lax.mul(g, ans))
-defjvp2(P.exp2_p, lambda g, ans, x: lax.mul(lax.log(_const(x, 2)), lax.mul(g, ans)))
-defjvp(P.log_p, lambda g, x: lax.div(g, x))
-defjvp(P.log1p_p, lambda g, x: lax.div(g, lax.add(x, _one(x))))
-defjvp2(P.expm1_p, lambda g, ans, x: lax.mul(g, lax.add(ans, _one(ans))))
-defjvp2(P.logistic_p, lambda g, ans, x: lax.mul(g, lax.mul(ans, lax.sub(_one(ans), ans))))
-defjvp2(P.sqrt_p, lambda g, ans, x: lax.mul(g, lax.div(_const(x, 0.5), ans)))
-defjvp2(P.rsqrt_p, lambda g, ans, x: lax.mul(g, lax.mul(_const(x, -0.5), lax.div(ans, x))))
-defjvp2(P.cbrt_p, lambda g, ans, x: lax.mul(g, lax.mul(_const(x, 1 / 3),
-                                                       lax.integer_pow(ans, -2))))
-defjvp(P.erf_p, lambda g, x: lax.mul(_const(x, 2 / np.sqrt(np.pi)),
-                                     lax.mul(g, lax.exp(lax.neg(lax.square(x))))))
-defjvp(P.erfc_p, lambda g, x: lax.mul(_const(x, -2 / np.sqrt(np.pi)),
-                                      lax.mul(g, lax.exp(lax.neg(lax.square(x))))))
-defjvp2(P.erf_inv_p, lambda g, ans, x: lax.mul(_const(x, np.sqrt(np.pi) / 2),
-                                               lax.mul(g, lax.exp(lax.square(ans)))))
-defjvp(P.lgamma_p, lambda g, x: lax.mul(g, lax.digamma(x)))
-defjvp2(P.square_p, lambda g, ans, x: lax.mul(g, lax.mul(_const(x, 2), x)))
+defjvp(P.atanh_p, lambda g, x: P.mul(P.integer_pow(P.add(_one(x), x), -1),
+                                       P.div(g, P.sub(_one(x), x))))
+defjvp2(P.exp_p, lambda g, ans, x: P.mul(g, ans))
+defjvp2(P.exp2_p, lambda g, ans, x: P.mul(P.log(_const(x, 2)), P.mul(g, ans)))
+defjvp(P.log_p, lambda g, x: P.div(g, x))
+defjvp(P.log1p_p, lambda g, x: P.div(g, P.add(x, _one(x))))
+defjvp2(P.expm1_p, lambda g, ans, x: P.mul(g, P.add(ans, _one(ans))))
+defjvp2(P.logistic_p, lambda g, ans, x: P.mul(g, P.mul(ans, P.sub(_one(ans), ans))))
+defjvp2(P.sqrt_p, lambda g, ans, x: P.mul(g, P.div(_const(x, 0.5), ans)))
+defjvp2(P.rsqrt_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, -0.5), P.div(ans, x))))
+defjvp2(P.cbrt_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, 1 / 3),
+                                                       P.integer_pow(ans, -2))))
+defjvp(P.erf_p, lambda g, x: P.mul(_const(x, 2 / np.sqrt(np.pi)),
+                                     P.mul(g, P.exp(P.neg(P.square(x))))))
+defjvp(P.erfc_p, lambda g, x: P.mul(_const(x, -2 / np.sqrt(np.pi)),
+                                      P.mul(g, P.exp(P.neg(P.square(x))))))
+defjvp2(P.erf_inv_p, lambda g, ans, x: P.mul(_const(x, np.sqrt(np.pi) / 2),
+                                               P.mul(g, P.exp(P.square(ans)))))
+defjvp(P.lgamma_p, lambda g, x: P.mul(g, P.digamma(x)))
+defjvp2(P.square_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, 2), x)))
 
 
 # asymptotic series of trigamma: 1/z + 1/(2z^2) + sum_k B_2k / z^(2k+1)
@@ -129,35 +129,35 @@ def trigamma(x):
     >>> round(float(trigamma(1.0)), 4)  # pi ** 2 / 6
     1.6449
     """
-    reflect = lax.lt(x, _const(x, 0.5))
-    z = lax.select(reflect, lax.sub(_const(x, 1), x), x)
+    reflect = P.lt(x, _const(x, 0.5))
+    z = P.select(reflect, P.sub(_const(x, 1), x), x)
     acc = None
     for _ in range(6):
-        term = lax.integer_pow(z, -2)
-        acc = term if acc is None else lax.add(acc, term)
-        z = lax.add(z, _const(x, 1))
-    inv = lax.integer_pow(z, -1)
-    inv2 = lax.mul(inv, inv)
+        term = P.integer_pow(z, -2)
+        acc = term if acc is None else P.add(acc, term)
+        z = P.add(z, _const(x, 1))
+    inv = P.integer_pow(z, -1)
+    inv2 = P.mul(inv, inv)
     # Horner in 1/z^2 for the Bernoulli tail, times 1/z^3
     tail = _const(x, _TRIGAMMA_SERIES[-1])
     for c in reversed(_TRIGAMMA_SERIES[:-1]):
-        tail = lax.add(_const(x, c), lax.mul(inv2, tail))
-    series = lax.add(lax.add(inv, lax.mul(_const(x, 0.5), inv2)),
-                     lax.mul(lax.mul(inv2, inv), tail))
-    res = lax.add(acc, series)
-    sin_pix = lax.sin(lax.mul(_const(x, np.pi), x))
-    reflected = lax.sub(lax.div(_const(x, np.pi ** 2), lax.square(sin_pix)), res)
-    return lax.select(reflect, reflected, res)
+        tail = P.add(_const(x, c), P.mul(inv2, tail))
+    series = P.add(P.add(inv, P.mul(_const(x, 0.5), inv2)),
+                     P.mul(P.mul(inv2, inv), tail))
+    res = P.add(acc, series)
+    sin_pix = P.sin(P.mul(_const(x, np.pi), x))
+    reflected = P.sub(P.div(_const(x, np.pi ** 2), P.square(sin_pix)), res)
+    return P.select(reflect, reflected, res)
 
 
-defjvp(P.digamma_p, lambda g, x: lax.mul(g, trigamma(x)))
+defjvp(P.digamma_p, lambda g, x: P.mul(g, trigamma(x)))
 
 
 def _abs_jvp(g, ans, x):
     if _is_complex(x):
-        cx = lax.convert_element_type(ans, _aval(x).dtype)
-        return lax.real(lax.mul(g, lax.div(lax.conj(x), _replace_zero(cx))))
-    return lax.select(lax.ge(x, _const(x, 0)), g, lax.neg(g))
+        cx = P.convert_element_type(ans, _aval(x).dtype)
+        return P.real(P.mul(g, P.div(P.conj(x), _replace_zero(cx))))
+    return P.select(P.ge(x, _const(x, 0)), g, P.neg(g))
 
 
 defjvp2(P.abs_p, _abs_jvp)
@@ -166,18 +166,18 @@ defjvp2(P.abs_p, _abs_jvp)
 def _integer_pow_jvp(g, x, *, y):
     if y == 0:
         return _zeros(g)
-    return lax.mul(g, lax.mul(_const(x, y), x if y == 2 else lax.integer_pow(x, y - 1)))
+    return P.mul(g, P.mul(_const(x, y), x if y == 2 else P.integer_pow(x, y - 1)))
 
 
 defjvp(P.integer_pow_p, _integer_pow_jvp)
 
 
 def _pow_jvp_lhs(g, ans, x, y):
-    return lax.mul(g, lax.mul(y, lax.pow(x, lax.sub(y, _ones(y)))))
+    return P.mul(g, P.mul(y, P.pow(x, P.sub(y, _ones(y)))))
 
 
 def _pow_jvp_rhs(g, ans, x, y):
-    return lax.mul(g, lax.mul(lax.log(_replace_zero(x)), ans))
+    return P.mul(g, P.mul(P.log(_replace_zero(x)), ans))
 
 
 defjvp2(P.pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
@@ -185,52 +185,52 @@ defjvp2(P.pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 
 def _balanced_eq(x, z, y):
     """1 where ``x`` is the chosen value ``z``, 1/2 where ``x`` and ``y`` tie (as JAX)."""
-    return lax.div(lax.select(lax.eq(x, z), _ones(z), _zeros(z)),
-                   lax.select(lax.eq(y, z), lax.full_like(z, 2), _ones(z)))
+    return P.div(P.select(P.eq(x, z), _ones(z), _zeros(z)),
+                   P.select(P.eq(y, z), P.full_like(z, 2), _ones(z)))
 
 
-defjvp2(P.max_p, lambda g, ans, x, y: lax.mul(g, _balanced_eq(x, ans, y)),
-        lambda g, ans, x, y: lax.mul(g, _balanced_eq(y, ans, x)))
-defjvp2(P.min_p, lambda g, ans, x, y: lax.mul(g, _balanced_eq(x, ans, y)),
-        lambda g, ans, x, y: lax.mul(g, _balanced_eq(y, ans, x)))
+defjvp2(P.max_p, lambda g, ans, x, y: P.mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: P.mul(g, _balanced_eq(y, ans, x)))
+defjvp2(P.min_p, lambda g, ans, x, y: P.mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: P.mul(g, _balanced_eq(y, ans, x)))
 defjvp(P.atan2_p,
-       lambda g, x, y: lax.mul(g, lax.div(y, lax.add(lax.square(x), lax.square(y)))),
-       lambda g, x, y: lax.mul(g, lax.div(lax.neg(x), lax.add(lax.square(x),
-                                                               lax.square(y)))))
+       lambda g, x, y: P.mul(g, P.div(y, P.add(P.square(x), P.square(y)))),
+       lambda g, x, y: P.mul(g, P.div(P.neg(x), P.add(P.square(x),
+                                                               P.square(y)))))
 defjvp(P.rem_p,
        lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g),
-       lambda g, x, y: lax.mul(lax.neg(g), lax.mul(lax.sign(lax.div(x, y)),
-                                                   lax.floor(lax.abs(lax.div(x, y))))))
+       lambda g, x, y: P.mul(P.neg(g), P.mul(P.sign(P.div(x, y)),
+                                                   P.floor(P.abs(P.div(x, y))))))
 
 
 def _clamp_jvp_lo(g, lo, x, hi):
-    return lax.select(lax.bitwise_and(lax.gt(lo, x), lax.lt(lo, hi)),
+    return P.select(P.bitwise_and(P.gt(lo, x), P.lt(lo, hi)),
                       _maybe_broadcast(_aval(x).shape, g), _zeros(x))
 
 
 def _clamp_jvp_x(g, lo, x, hi):
-    return lax.select(lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi)), g, _zeros(x))
+    return P.select(P.bitwise_and(P.gt(x, lo), P.lt(x, hi)), g, _zeros(x))
 
 
 def _clamp_jvp_hi(g, lo, x, hi):
-    return lax.select(lax.lt(hi, x), _maybe_broadcast(_aval(x).shape, g), _zeros(x))
+    return P.select(P.lt(hi, x), _maybe_broadcast(_aval(x).shape, g), _zeros(x))
 
 
 defjvp(P.clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
 
 # --- linear elementwise ---
 deflinear(P.neg_p)
-deflinear_transpose(P.neg_p, lambda ct, x: [lax.neg(ct)])
+deflinear_transpose(P.neg_p, lambda ct, x: [P.neg(ct)])
 deflinear(P.copy_p)
 deflinear_transpose(P.copy_p, lambda ct, x: [P.copy_p.bind(ct)])
 deflinear(P.real_p)
-deflinear_transpose(P.real_p, lambda ct, x: [lax.convert_element_type(ct, x.aval.dtype)])
+deflinear_transpose(P.real_p, lambda ct, x: [P.convert_element_type(ct, x.aval.dtype)])
 deflinear(P.imag_p)
 # imag(z) = Re(-i z): its transpose is complex(0, -ct) (JAX's convention)
-deflinear_transpose(P.imag_p, lambda ct, x: [lax.mul(
-    lax.convert_element_type(lax.neg(ct), x.aval.dtype), _const(x, 1j))])
+deflinear_transpose(P.imag_p, lambda ct, x: [P.mul(
+    P.convert_element_type(P.neg(ct), x.aval.dtype), _const(x, 1j))])
 deflinear(P.conj_p)
-deflinear_transpose(P.conj_p, lambda ct, x: [lax.conj(ct) if _is_complex(x) else ct])
+deflinear_transpose(P.conj_p, lambda ct, x: [P.conj(ct) if _is_complex(x) else ct])
 
 
 def _unbroadcast(aval, ct):
@@ -238,31 +238,31 @@ def _unbroadcast(aval, ct):
     ct_aval = core.get_aval(ct)
     if aval.shape == ct_aval.shape:
         return ct
-    return lax.reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    return P.reduce_sum(ct, tuple(range(ct_aval.ndim)))
 
 
 def _add_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
-    out = lax.add(x, y)
+    out = P.add(x, y)
     shape = core.get_aval(out).shape
     if type(tx) is Zero:
         return out, _maybe_broadcast(shape, ty)
     if type(ty) is Zero:
         return out, _maybe_broadcast(shape, tx)
-    return out, lax.add(tx, ty)
+    return out, P.add(tx, ty)
 
 
 def _sub_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
-    out = lax.sub(x, y)
+    out = P.sub(x, y)
     shape = core.get_aval(out).shape
     if type(tx) is Zero:
-        return out, _maybe_broadcast(shape, lax.neg(ty))
+        return out, _maybe_broadcast(shape, P.neg(ty))
     if type(ty) is Zero:
         return out, _maybe_broadcast(shape, tx)
-    return out, lax.sub(tx, ty)
+    return out, P.sub(tx, ty)
 
 
 jvp_rules[P.add_p] = _add_jvp
@@ -272,9 +272,9 @@ deflinear_transpose(P.add_p, lambda ct, x, y: [
     _unbroadcast(_aval(y), ct) if is_undefined(y) else None])
 deflinear_transpose(P.sub_p, lambda ct, x, y: [
     _unbroadcast(_aval(x), ct) if is_undefined(x) else None,
-    _unbroadcast(_aval(y), lax.neg(ct)) if is_undefined(y) else None])
+    _unbroadcast(_aval(y), P.neg(ct)) if is_undefined(y) else None])
 
-defjvp(P.mul_p, lambda g, x, y: lax.mul(g, y), lambda g, x, y: lax.mul(x, g))
+defjvp(P.mul_p, lambda g, x, y: P.mul(g, y), lambda g, x, y: P.mul(x, g))
 
 
 def _mul_transpose(ct, x, y):
@@ -282,21 +282,21 @@ def _mul_transpose(ct, x, y):
         raise NotImplementedError("transpose of mul with two linear operands: the product "
                                   "of two linear values is not linear")
     if is_undefined(x):
-        return [_unbroadcast(x.aval, lax.mul(ct, y)), None]
-    return [None, _unbroadcast(y.aval, lax.mul(x, ct))]
+        return [_unbroadcast(x.aval, P.mul(ct, y)), None]
+    return [None, _unbroadcast(y.aval, P.mul(x, ct))]
 
 
 deflinear_transpose(P.mul_p, _mul_transpose)
 
-defjvp(P.div_p, lambda g, x, y: lax.div(g, y),
-       lambda g, x, y: lax.mul(lax.mul(lax.neg(g), x), lax.integer_pow(y, -2)))
+defjvp(P.div_p, lambda g, x, y: P.div(g, y),
+       lambda g, x, y: P.mul(P.mul(P.neg(g), x), P.integer_pow(y, -2)))
 
 
 def _div_transpose(ct, x, y):
     if is_undefined(y):
         raise NotImplementedError("transpose of div in its denominator: x / y is not linear "
                                   "in y")
-    return [_unbroadcast(x.aval, lax.div(ct, y)), None]
+    return [_unbroadcast(x.aval, P.div(ct, y)), None]
 
 
 deflinear_transpose(P.div_p, _div_transpose)
@@ -304,24 +304,24 @@ deflinear_transpose(P.div_p, _div_transpose)
 
 def _select_n_jvp(primals, tangents):
     which, *cases = primals
-    out = lax.select_n(which, *cases)
+    out = P.select_n(which, *cases)
     t_cases = tangents[1:]
     if all(type(t) is Zero for t in t_cases):
         return out, Zero(tangent_aval(core.get_aval(out)))
-    return out, lax.select_n(which, *[instantiate(t) for t in t_cases])
+    return out, P.select_n(which, *[instantiate(t) for t in t_cases])
 
 
 def _select_n_transpose(ct, which, *cases):
     if is_undefined(which):
         raise ValueError("select_n is not linear in its selector (the predicate must be a "
                          "known value when transposing)")
-    zeros = lax.full_like(ct, 0)
+    zeros = P.full_like(ct, 0)
     if _aval(which).dtype == np.bool_:
-        ct0 = lax.select(which, zeros, ct) if is_undefined(cases[0]) else None
-        ct1 = (lax.select(which, ct, zeros)
+        ct0 = P.select(which, zeros, ct) if is_undefined(cases[0]) else None
+        ct1 = (P.select(which, ct, zeros)
                if len(cases) > 1 and is_undefined(cases[1]) else None)
         return [None, ct0, ct1][:len(cases) + 1]
-    return [None] + [lax.select_n(lax.eq(which, _const(which, i)), zeros, ct)
+    return [None] + [P.select_n(P.eq(which, _const(which, i)), zeros, ct)
                      if is_undefined(c) else None for i, c in enumerate(cases)]
 
 

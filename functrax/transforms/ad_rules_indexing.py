@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core
 from functrax import primitives as P
 from functrax.primitives.gather_scatter import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
@@ -51,7 +51,7 @@ def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, indices_ar
     g = tangents[0]
     if type(g) is Zero:
         return out, _zero_out(out)
-    return out, lax.gather(g, indices, dimension_numbers, slice_sizes,
+    return out, P.gather(g, indices, dimension_numbers, slice_sizes,
                            unique_indices=unique_indices,
                            indices_are_sorted=indices_are_sorted, mode=mode, fill_value=0)
 
@@ -67,8 +67,8 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
         scatter_dims_to_operand_dims=dn.start_index_map,
         operand_batching_dims=dn.operand_batching_dims,
         scatter_indices_batching_dims=dn.start_indices_batching_dims)
-    zeros = lax.full(aval.shape, 0, aval.dtype)
-    return [lax.scatter_add(zeros, indices, ct, scatter_dnums,
+    zeros = P.full(aval.shape, 0, aval.dtype)
+    return [P.scatter_add(zeros, indices, ct, scatter_dnums,
                             indices_are_sorted=indices_are_sorted,
                             unique_indices=unique_indices, mode=mode), None]
 
@@ -104,15 +104,15 @@ def _scatter_params(params):
 
 def _gather_back(x, indices, dn, updates_shape, mode, fill_value=None):
     gdn, sizes = _inverse_gather(dn, _aval(x).shape, updates_shape)
-    return lax.gather(x, indices, gdn, sizes, mode=mode, fill_value=fill_value)
+    return P.gather(x, indices, gdn, sizes, mode=mode, fill_value=fill_value)
 
 
 def _zeros(x):
-    return lax.full_like(x, 0)
+    return P.full_like(x, 0)
 
 
 def _ones(x):
-    return lax.full_like(x, 1)
+    return P.full_like(x, 1)
 
 
 # --- scatter-add ---
@@ -160,19 +160,19 @@ def _scatter_jvp(primals, tangents, **params):
     ids_shape = [1 if d in dn.update_window_dims else n for d, n in enumerate(upd_shape)]
     num_ids = int(np.prod(ids_shape, dtype=np.int64))
     id_dtype = np.uint32
-    ids = lax.add(lax.reshape(lax.iota(id_dtype, num_ids), ids_shape),
+    ids = P.add(P.reshape(P.iota(id_dtype, num_ids), ids_shape),
                   np.asarray(1, id_dtype)[()])
-    update_ids = lax.broadcast_in_dim(ids, upd_shape, tuple(range(len(upd_shape))))
+    update_ids = P.broadcast_in_dim(ids, upd_shape, tuple(range(len(upd_shape))))
     kw = _scatter_params(params)
-    scattered_ids = lax.scatter(lax.full(_aval(operand).shape, 0, id_dtype), indices,
+    scattered_ids = P.scatter(P.full(_aval(operand).shape, 0, id_dtype), indices,
                                 update_ids, dn, **kw)
     gathered_ids = _gather_back(scattered_ids, indices, dn, upd_shape, params["mode"])
-    op_kept = lax.eq(scattered_ids, lax.full_like(scattered_ids, 0))
-    upd_won = lax.eq(update_ids, gathered_ids)
+    op_kept = P.eq(scattered_ids, P.full_like(scattered_ids, 0))
+    upd_won = P.eq(update_ids, gathered_ids)
 
     def masked(op, upd):
-        return lax.scatter_add(lax.select(op_kept, op, _zeros(op)), indices,
-                               lax.select(upd_won, upd, _zeros(upd)), dn, **kw)
+        return P.scatter_add(P.select(op_kept, op, _zeros(op)), indices,
+                               P.select(upd_won, upd, _zeros(upd)), dn, **kw)
     return masked(operand, updates), masked(g_op, g_upd)
 
 
@@ -186,7 +186,7 @@ def _scatter_transpose(ct, operand, indices, updates, **params):
     upd_aval = _aval(updates)
     op_ct = upd_ct = None
     if is_undefined(operand):
-        op_ct = lax.scatter(ct, indices, lax.full(upd_aval.shape, 0, upd_aval.dtype), dn,
+        op_ct = P.scatter(ct, indices, P.full(upd_aval.shape, 0, upd_aval.dtype), dn,
                             **_scatter_params(params))
     if is_undefined(updates):
         upd_ct = _gather_back(ct, indices, dn, upd_aval.shape, params["mode"], 0)
@@ -207,7 +207,7 @@ def _scatter_mul_jvp_updates(g, x, i, y, **params):
     if not params["unique_indices"]:
         raise NotImplementedError("scatter_mul gradients are only implemented if "
                                   "`unique_indices=True`")
-    return lax.mul(x, lax.scatter_add(_zeros(x), i, g, params["dimension_numbers"],
+    return P.mul(x, P.scatter_add(_zeros(x), i, g, params["dimension_numbers"],
                                       **_scatter_params(params)))
 
 
@@ -236,18 +236,18 @@ def _scatter_extremal_jvp(prim):
         dn, mode = params["dimension_numbers"], params["mode"]
         kw = _scatter_params(params)
         target = _gather_back(out, indices, dn, _aval(updates).shape, mode)
-        won = lax.select(lax.eq(updates, target), _ones(updates), _zeros(updates))
-        num_won = lax.scatter_add(_zeros(operand), indices, won, dn, **kw)
-        retained = lax.bitwise_or(lax.eq(operand, out), lax.eq(num_won, _zeros(num_won)))
-        kept = lax.select(retained, _ones(operand), _zeros(operand))
-        count = lax.add(num_won, kept)
+        won = P.select(P.eq(updates, target), _ones(updates), _zeros(updates))
+        num_won = P.scatter_add(_zeros(operand), indices, won, dn, **kw)
+        retained = P.bitwise_or(P.eq(operand, out), P.eq(num_won, _zeros(num_won)))
+        kept = P.select(retained, _ones(operand), _zeros(operand))
+        count = P.add(num_won, kept)
         t = Zero(tangent_aval(core.get_aval(out)))
         if type(g_op) is not Zero:
-            t = lax.mul(g_op, kept)
+            t = P.mul(g_op, kept)
         if type(g_upd) is not Zero:
-            from_upd = lax.scatter_add(_zeros(operand), indices, lax.mul(g_upd, won), dn, **kw)
-            t = from_upd if type(t) is Zero else lax.add(t, from_upd)
-        return out, lax.div(t, count)
+            from_upd = P.scatter_add(_zeros(operand), indices, P.mul(g_upd, won), dn, **kw)
+            t = from_upd if type(t) is Zero else P.add(t, from_upd)
+        return out, P.div(t, count)
     return rule
 
 
@@ -262,17 +262,17 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     if 0 in shape:  # nothing to permute (and no gather of size-1 slices is possible)
         return (list(P.sort_p.bind(*primals, dimension=dimension, is_stable=is_stable,
                                    num_keys=num_keys)), list(tangents))
-    iota = lax.broadcasted_iota(np.uint32, shape, dimension)
+    iota = P.broadcasted_iota(np.uint32, shape, dimension)
     outs = P.sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                          num_keys=num_keys)
     batch = tuple(d for d in range(len(shape)) if d != dimension)
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
                                    start_index_map=(dimension,), operand_batching_dims=batch,
                                    start_indices_batching_dims=batch)
-    idx = lax.expand_dims(outs[-1], (len(shape),))
+    idx = P.expand_dims(outs[-1], (len(shape),))
 
     def take(t):
-        return lax.gather(t, idx, dnums, (1,) * len(shape),
+        return P.gather(t, idx, dnums, (1,) * len(shape),
                           mode=GatherScatterMode.PROMISE_IN_BOUNDS)
     return list(outs[:-1]), [t if type(t) is Zero else take(t) for t in tangents]
 
@@ -290,7 +290,7 @@ def _interleave(a, b, axis):
     a_pad[axis] = (0, 1 if na == nb else 0, 1)
     b_pad[axis] = (1, 0 if na == nb else 1, 1)
     zero = np.asarray(0, _aval(a).dtype)[()]
-    return lax.add(lax.pad(a, zero, a_pad), lax.pad(b, zero, b_pad))
+    return P.add(P.pad(a, zero, a_pad), P.pad(b, zero, b_pad))
 
 
 def associative_scan(fn, x, axis: int = 0, reverse: bool = False):
@@ -305,32 +305,32 @@ def associative_scan(fn, x, axis: int = 0, reverse: bool = False):
     Array([ 0.,  1.,  3.,  6., 10.], dtype=float32)
     """
     if reverse:
-        x = lax.rev(x, (axis,))
+        x = P.rev(x, (axis,))
 
     def scan(e):
         n = _aval(e).shape[axis]
         if n < 2:
             return e
-        reduced = fn(lax.slice_in_dim(e, 0, n - 1, 2, axis), lax.slice_in_dim(e, 1, n, 2, axis))
+        reduced = fn(P.slice_in_dim(e, 0, n - 1, 2, axis), P.slice_in_dim(e, 1, n, 2, axis))
         odd = scan(reduced)
         n_odd = _aval(odd).shape[axis]
-        rest = lax.slice_in_dim(e, 2, n, 2, axis)
+        rest = P.slice_in_dim(e, 2, n, 2, axis)
         if n % 2 == 0:
-            even = fn(lax.slice_in_dim(odd, 0, n_odd - 1, 1, axis), rest)
+            even = fn(P.slice_in_dim(odd, 0, n_odd - 1, 1, axis), rest)
         else:
             even = fn(odd, rest)
-        even = lax.concatenate([lax.slice_in_dim(e, 0, 1, 1, axis), even], axis)
+        even = P.concatenate([P.slice_in_dim(e, 0, 1, 1, axis), even], axis)
         return _interleave(even, odd, axis)
 
     out = scan(x)
-    return lax.rev(out, (axis,)) if reverse else out
+    return P.rev(out, (axis,)) if reverse else out
 
 
 def _logaddexp(a, b):
     # written so that its derivative is right at ties (the max cancels out) and with infinities
-    m = lax.max(a, b)
-    m = lax.select(lax.is_finite(m), m, lax.full_like(m, 0))
-    return lax.add(m, lax.log(lax.add(lax.exp(lax.sub(a, m)), lax.exp(lax.sub(b, m)))))
+    m = P.max(a, b)
+    m = P.select(P.is_finite(m), m, P.full_like(m, 0))
+    return P.add(m, P.log(P.add(P.exp(P.sub(a, m)), P.exp(P.sub(b, m)))))
 
 
 def _cumulative_jvp(combine):
@@ -342,7 +342,7 @@ def _cumulative_jvp(combine):
     return rule
 
 
-jvp_rules[P.cumprod_p] = _cumulative_jvp(lax.mul)
-jvp_rules[P.cummax_p] = _cumulative_jvp(lax.max)
-jvp_rules[P.cummin_p] = _cumulative_jvp(lax.min)
+jvp_rules[P.cumprod_p] = _cumulative_jvp(P.mul)
+jvp_rules[P.cummax_p] = _cumulative_jvp(P.max)
+jvp_rules[P.cummin_p] = _cumulative_jvp(P.min)
 jvp_rules[P.cumlogsumexp_p] = _cumulative_jvp(_logaddexp)

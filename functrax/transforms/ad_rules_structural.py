@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core
 from functrax import primitives as P
 from functrax.transforms.ad_rules import _aval
 from functrax.transforms.jvp import (
@@ -23,7 +23,7 @@ def _linear(prim, transpose_fn):
 def _reduce_sum_transpose(ct, x, *, axes):
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [lax.broadcast_in_dim(ct, shape, kept)]
+    return [P.broadcast_in_dim(ct, shape, kept)]
 
 
 _linear(P.reduce_sum_p, _reduce_sum_transpose)
@@ -34,10 +34,10 @@ def _reduce_chooser_jvp(g, ans, x, *, axes):
     # _reduce_chooser_jvp_rule; ans is broadcast back instead of reshaped)
     shape = _aval(x).shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    loc = lax.convert_element_type(lax.eq(x, lax.broadcast_in_dim(ans, shape, kept)),
+    loc = P.convert_element_type(P.eq(x, P.broadcast_in_dim(ans, shape, kept)),
                                    _aval(g).dtype)
-    counts = lax.reduce_sum(loc, axes)
-    return lax.div(lax.reduce_sum(lax.mul(g, loc), axes), counts)
+    counts = P.reduce_sum(loc, axes)
+    return P.div(P.reduce_sum(P.mul(g, loc), axes), counts)
 
 
 defjvp2(P.reduce_max_p, _reduce_chooser_jvp)
@@ -50,22 +50,22 @@ def _reduce_prod_jvp(g, x, *, axes):
     perm = [i for i in range(len(shape)) if i not in axes] + list(axes)
     kept_shape = [shape[i] for i in perm[:len(shape) - len(axes)]]
     n = int(np.prod([shape[i] for i in axes], dtype=np.int64))
-    xf = lax.reshape(lax.transpose(x, perm), kept_shape + [n])
-    gf = lax.reshape(lax.transpose(g, perm), kept_shape + [n])
+    xf = P.reshape(P.transpose(x, perm), kept_shape + [n])
+    gf = P.reshape(P.transpose(g, perm), kept_shape + [n])
     ax = len(kept_shape)
-    one = lax.full(kept_shape + [1], 1, _aval(x).dtype)
-    before = lax.concatenate([one, lax.slice_in_dim(lax.cumprod(xf, ax), 0, n - 1, axis=ax)],
+    one = P.full(kept_shape + [1], 1, _aval(x).dtype)
+    before = P.concatenate([one, P.slice_in_dim(P.cumprod(xf, ax), 0, n - 1, axis=ax)],
                              ax) if n else xf
-    after = lax.concatenate([lax.slice_in_dim(lax.cumprod(xf, ax, reverse=True), 1, n, axis=ax),
+    after = P.concatenate([P.slice_in_dim(P.cumprod(xf, ax, reverse=True), 1, n, axis=ax),
                              one], ax) if n else xf
-    return lax.reduce_sum(lax.mul(gf, lax.mul(before, after)), (ax,))
+    return P.reduce_sum(P.mul(gf, P.mul(before, after)), (ax,))
 
 
 defjvp(P.reduce_prod_p, _reduce_prod_jvp)
 
 
 def _cumsum_transpose(ct, x, *, axis, reverse=False):
-    return [lax.cumsum(ct, axis, not reverse)]
+    return [P.cumsum(ct, axis, not reverse)]
 
 
 _linear(P.cumsum_p, _cumsum_transpose)
@@ -78,8 +78,8 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, sharding=
     new_dims = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
     expanded = tuple(d for i, d in enumerate(broadcast_dimensions)
                      if in_shape[i] == 1 and shape[d] != 1)
-    summed = lax.reduce_sum(ct, new_dims + expanded) if new_dims or expanded else ct
-    return [lax.reshape(summed, in_shape) if expanded else summed]
+    summed = P.reduce_sum(ct, new_dims + expanded) if new_dims or expanded else ct
+    return [P.reshape(summed, in_shape) if expanded else summed]
 
 
 _linear(P.broadcast_in_dim_p, _broadcast_in_dim_transpose)
@@ -87,18 +87,18 @@ _linear(P.broadcast_in_dim_p, _broadcast_in_dim_transpose)
 
 def _reshape_transpose(ct, x, *, new_sizes, dimensions=None, sharding=None):
     if dimensions is None:
-        return [lax.reshape(ct, x.aval.shape)]
+        return [P.reshape(ct, x.aval.shape)]
     inv = np.argsort(dimensions)
     permuted = tuple(x.aval.shape[d] for d in dimensions)
-    return [lax.transpose(lax.reshape(ct, permuted), inv)]
+    return [P.transpose(P.reshape(ct, permuted), inv)]
 
 
 _linear(P.reshape_p, _reshape_transpose)
 _linear(P.transpose_p, lambda ct, x, *, permutation: [
-    lax.transpose(ct, tuple(np.argsort(permutation)))])
-_linear(P.squeeze_p, lambda ct, x, *, dimensions: [lax.expand_dims(ct, dimensions)])
-_linear(P.expand_dims_p, lambda ct, x, *, dimensions: [lax.squeeze(ct, dimensions)])
-_linear(P.rev_p, lambda ct, x, *, dimensions: [lax.rev(ct, dimensions)])
+    P.transpose(ct, tuple(np.argsort(permutation)))])
+_linear(P.squeeze_p, lambda ct, x, *, dimensions: [P.expand_dims(ct, dimensions)])
+_linear(P.expand_dims_p, lambda ct, x, *, dimensions: [P.squeeze(ct, dimensions)])
+_linear(P.rev_p, lambda ct, x, *, dimensions: [P.rev(ct, dimensions)])
 
 
 def _concatenate_transpose(ct, *xs, dimension):
@@ -106,7 +106,7 @@ def _concatenate_transpose(ct, *xs, dimension):
     for x in xs:
         size = _aval(x).shape[dimension]
         if is_undefined(x):
-            out.append(lax.slice_in_dim(ct, start, start + size, axis=dimension))
+            out.append(P.slice_in_dim(ct, start, start + size, axis=dimension))
         else:
             out.append(None)
         start += size
@@ -121,16 +121,16 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
     # (interior + 1)-th element; the padding value gets whatever the operand did not
     def t_operand():
         unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
-        unpadded = lax.pad(ct, lax.full((), 0, core.get_aval(ct).dtype), unpad)
+        unpadded = P.pad(ct, P.full((), 0, core.get_aval(ct).dtype), unpad)
         shape = core.get_aval(unpadded).shape
-        return lax.slice(unpadded, (0,) * len(shape), shape,
+        return P.slice(unpadded, (0,) * len(shape), shape,
                          tuple(it + 1 for _, _, it in padding_config))
 
     def total(v):
-        return lax.reduce_sum(v, tuple(range(core.get_aval(v).ndim)))
+        return P.reduce_sum(v, tuple(range(core.get_aval(v).ndim)))
     t_op = t_operand() if is_undefined(x) or is_undefined(padding_value) else None
     return [t_op if is_undefined(x) else None,
-            lax.sub(total(ct), total(t_op)) if is_undefined(padding_value) else None]
+            P.sub(total(ct), total(t_op)) if is_undefined(padding_value) else None]
 
 
 _linear(P.pad_p, _pad_transpose)
@@ -144,8 +144,8 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides=None):
     for d, s, n, st in zip(shape, start_indices, ct_shape, strides):
         hi = d - (s + (n - 1) * st + 1) if n else d - s
         cfg.append((s, hi, st - 1) if n else (s, hi, 0))
-    zero = lax.full((), 0, core.get_aval(ct).dtype)
-    return [lax.pad(ct, zero, cfg)]
+    zero = P.full((), 0, core.get_aval(ct).dtype)
+    return [P.pad(ct, zero, cfg)]
 
 
 _linear(P.slice_p, _slice_transpose)
@@ -155,15 +155,15 @@ _linear(P.slice_p, _slice_transpose)
 
 def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
     x, *idx = primals
-    out = lax.dynamic_slice(x, idx, slice_sizes)
+    out = P.dynamic_slice(x, idx, slice_sizes)
     if type(tangents[0]) is Zero:
         return out, Zero(tangent_aval(core.get_aval(out)))
-    return out, lax.dynamic_slice(tangents[0], idx, slice_sizes)
+    return out, P.dynamic_slice(tangents[0], idx, slice_sizes)
 
 
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
-    zeros = lax.full(x.aval.shape, 0, x.aval.dtype)
-    return [lax.dynamic_update_slice(zeros, ct, idx)] + [None] * len(idx)
+    zeros = P.full(x.aval.shape, 0, x.aval.dtype)
+    return [P.dynamic_update_slice(zeros, ct, idx)] + [None] * len(idx)
 
 
 jvp_rules[P.dynamic_slice_p] = _dynamic_slice_jvp
@@ -173,19 +173,19 @@ deflinear_transpose(P.dynamic_slice_p, _dynamic_slice_transpose)
 def _dus_jvp(primals, tangents):
     x, upd, *idx = primals
     tx, tu = tangents[:2]
-    out = lax.dynamic_update_slice(x, upd, idx)
+    out = P.dynamic_update_slice(x, upd, idx)
     if type(tx) is Zero and type(tu) is Zero:
         return out, Zero(tangent_aval(core.get_aval(out)))
-    return out, lax.dynamic_update_slice(instantiate(tx), instantiate(tu), idx)
+    return out, P.dynamic_update_slice(instantiate(tx), instantiate(tu), idx)
 
 
 def _dus_transpose(ct, x, upd, *idx):
     upd_aval = _aval(upd)
     out = [None, None] + [None] * len(idx)
     if is_undefined(x):
-        out[0] = lax.dynamic_update_slice(ct, lax.full(upd_aval.shape, 0, upd_aval.dtype), idx)
+        out[0] = P.dynamic_update_slice(ct, P.full(upd_aval.shape, 0, upd_aval.dtype), idx)
     if is_undefined(upd):
-        out[1] = lax.dynamic_slice(ct, idx, upd_aval.shape)
+        out[1] = P.dynamic_slice(ct, idx, upd_aval.shape)
     return out
 
 
@@ -236,10 +236,10 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, preferred_element_type,
     if core.get_aval(y).dtype != ct_dtype:
         # preferred_element_type widened the output (f16 x f16 -> f32): contract in the
         # cotangent's type, then narrow back to the operand's type below
-        y = lax.convert_element_type(y, ct_dtype)
-    res = lax.dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
-    res = lax.transpose(res, tuple(int(i) for i in out_axes))
-    return lax.convert_element_type(res, x_aval.dtype) if core.get_aval(
+        y = P.convert_element_type(y, ct_dtype)
+    res = P.dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
+    res = P.transpose(res, tuple(int(i) for i in out_axes))
+    return P.convert_element_type(res, x_aval.dtype) if core.get_aval(
         res).dtype != x_aval.dtype else res
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import weakref
 
-from functrax import core, lax
+from functrax import core
+from functrax import primitives as P
 from functrax.core import Tracer
 from functrax.errors import MissingRuleError
 
@@ -116,7 +117,7 @@ def moveaxis(x, src: int, dst: int):
         return x
     perm = [i for i in range(nd) if i != src]
     perm.insert(dst, src)
-    return lax.transpose(x, perm)
+    return P.transpose(x, perm)
 
 
 def bdim_at_front(x, bdim, size: int):
@@ -131,7 +132,7 @@ def broadcast_batch(x, size: int, axis: int):
     shape = list(aval.shape)
     shape.insert(axis, size)
     dims = tuple(i for i in range(len(shape)) if i != axis)
-    return lax.broadcast_in_dim(x, tuple(shape), dims)
+    return P.broadcast_in_dim(x, tuple(shape), dims)
 
 
 def matchaxis(size, src, dst, x):

@@ -1,7 +1,7 @@
 """vmap rules for elementwise, reduction, shape and contraction primitives."""
 from __future__ import annotations
 
-from functrax import core, lax
+from functrax import core
 from functrax import primitives as P
 from functrax.transforms.batching import (
     bdim_at_front, broadcast_batch, moveaxis, vmap_rules,
@@ -41,7 +41,7 @@ def defbroadcasting(prim):
             else:
                 v = moveaxis(v, d, 0)
                 if s == () and out_shape != ():
-                    v = lax.broadcast_in_dim(v, (axis.size,) + out_shape, (0,))
+                    v = P.broadcast_in_dim(v, (axis.size,) + out_shape, (0,))
                 new.append(v)
         return prim.bind(*new, **params), 0
     vmap_rules[prim] = rule
@@ -82,7 +82,7 @@ def _full(axis, v, d, per, full, bd, keep_scalar):
         return moveaxis(v, d, bd)
     shape = list(full)
     shape.insert(bd, axis.size)
-    return lax.broadcast_in_dim(v, tuple(shape), () if d is None else (bd,))
+    return P.broadcast_in_dim(v, tuple(shape), () if d is None else (bd,))
 
 
 def _target_bdim(candidates):
@@ -161,7 +161,7 @@ vmap_rules[P.sort_p] = _sort_rule
 
 def _broadcast_in_dim_rule(axis, vals, dims, *, shape, broadcast_dimensions, sharding=None):
     x = moveaxis(vals[0], dims[0], 0)
-    out = lax.broadcast_in_dim(x, (axis.size,) + tuple(shape),
+    out = P.broadcast_in_dim(x, (axis.size,) + tuple(shape),
                                (0,) + tuple(b + 1 for b in broadcast_dimensions))
     return out, 0
 
@@ -169,8 +169,8 @@ def _broadcast_in_dim_rule(axis, vals, dims, *, shape, broadcast_dimensions, sha
 def _reshape_rule(axis, vals, dims, *, new_sizes, dimensions=None, sharding=None):
     x = moveaxis(vals[0], dims[0], 0)
     if dimensions is not None:
-        x = lax.transpose(x, (0,) + tuple(d + 1 for d in dimensions))
-    return lax.reshape(x, (axis.size,) + tuple(new_sizes)), 0
+        x = P.transpose(x, (0,) + tuple(d + 1 for d in dimensions))
+    return P.reshape(x, (axis.size,) + tuple(new_sizes)), 0
 
 
 def _transpose_rule(axis, vals, dims, *, permutation):
@@ -178,27 +178,27 @@ def _transpose_rule(axis, vals, dims, *, permutation):
     # keep the batch axis in place: per-example axis k sits at k + (k >= d)
     full = [p + (p >= d) for p in permutation]
     full.insert(d, d)
-    return lax.transpose(x, full), d
+    return P.transpose(x, full), d
 
 
 def _squeeze_rule(axis, vals, dims, *, dimensions):
     x, d = vals[0], dims[0]
-    return lax.squeeze(x, _shift_axes(dimensions, d)), d - sum(a < d for a in dimensions)
+    return P.squeeze(x, _shift_axes(dimensions, d)), d - sum(a < d for a in dimensions)
 
 
 def _expand_dims_rule(axis, vals, dims, *, dimensions):
     x = moveaxis(vals[0], dims[0], 0)
-    return lax.expand_dims(x, tuple(d + 1 for d in dimensions)), 0
+    return P.expand_dims(x, tuple(d + 1 for d in dimensions)), 0
 
 
 def _rev_rule(axis, vals, dims, *, dimensions):
     x, d = vals[0], dims[0]
-    return lax.rev(x, _shift_axes(dimensions, d)), d
+    return P.rev(x, _shift_axes(dimensions, d)), d
 
 
 def _concatenate_rule(axis, vals, dims, *, dimension):
     ops = [bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
-    return lax.concatenate(ops, dimension + 1), 0
+    return P.concatenate(ops, dimension + 1), 0
 
 
 def _pad_rule(axis, vals, dims, *, padding_config):
@@ -207,13 +207,13 @@ def _pad_rule(axis, vals, dims, *, padding_config):
     cfg = ((0, 0, 0),) + tuple(padding_config)
     x = bdim_at_front(x, dx, axis.size)
     if dpv is None:
-        return lax.pad(x, pv, cfg), 0
+        return P.pad(x, pv, cfg), 0
     # a batched padding value: pad with zeros, then select the padding positions
     dt = core.get_aval(x).dtype
-    padded = lax.pad(x, lax.full((), 0, dt), cfg)
-    mask = lax.pad(lax.full(_shape(x), True, bool), lax.full((), False, bool), cfg)
-    fill = lax.broadcast_in_dim(moveaxis(pv, dpv, 0), _shape(padded), (0,))
-    return lax.select(mask, padded, fill), 0
+    padded = P.pad(x, P.full((), 0, dt), cfg)
+    mask = P.pad(P.full(_shape(x), True, bool), P.full((), False, bool), cfg)
+    fill = P.broadcast_in_dim(moveaxis(pv, dpv, 0), _shape(padded), (0,))
+    return P.select(mask, padded, fill), 0
 
 
 def _slice_rule(axis, vals, dims, *, start_indices, limit_indices, strides=None):
@@ -223,7 +223,7 @@ def _slice_rule(axis, vals, dims, *, start_indices, limit_indices, strides=None)
     starts.insert(d, 0)
     limits.insert(d, axis.size)
     st.insert(d, 1)
-    return lax.slice(x, starts, limits, st if strides is not None else None), d
+    return P.slice(x, starts, limits, st if strides is not None else None), d
 
 
 vmap_rules.update({

@@ -13,7 +13,8 @@ example).
 """
 from __future__ import annotations
 
-from functrax import core, lax
+from functrax import core
+from functrax import primitives as P
 from functrax.core.tracing import fun_name
 from functrax.transforms.batching import (
     BatchTrace, BatchTracer, batch_jaxpr, matchaxis, vmap_rules,
@@ -70,7 +71,7 @@ def _match(size, val, src, dst):
 def _match_or_sum(size, val, src, dst):
     """Like matchaxis, but a batched cotangent of an unbatched input is summed."""
     if val is not None and type(val) is not Zero and src is not None and dst is None:
-        return lax.reduce_sum(val, (src,))
+        return P.reduce_sum(val, (src,))
     return _match(size, val, src, dst)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.primitives.gather_scatter import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
@@ -134,8 +134,8 @@ def _as_index_dtype(i, dtype):
     top = np.iinfo(dtype).max
     if aval.dtype.kind == "u" and np.iinfo(aval.dtype).max > top:
         # large unsigned starts clamp to the end of the dimension: saturate, don't wrap
-        i = lax.min(i, lax.full((), top, aval.dtype))
-    return lax.convert_element_type(i, dtype)
+        i = P.min(i, P.full((), top, aval.dtype))
+    return P.convert_element_type(i, dtype)
 
 
 def _batched_index_vector(axis, idx, idx_dims):
@@ -144,9 +144,9 @@ def _batched_index_vector(axis, idx, idx_dims):
     cols = []
     for i, d in zip(idx, idx_dims):
         i = _as_index_dtype(i, dtype)
-        i = lax.broadcast_in_dim(i, (axis.size,), ()) if d is None else i  # rank 1: d == 0
-        cols.append(lax.reshape(i, (axis.size, 1)))
-    return lax.concatenate(cols, 1)
+        i = P.broadcast_in_dim(i, (axis.size,), ()) if d is None else i  # rank 1: d == 0
+        cols.append(P.reshape(i, (axis.size, 1)))
+    return P.concatenate(cols, 1)
 
 
 def _dynamic_slice_vmap(axis, vals, dims, *, slice_sizes):

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core
 from functrax import primitives as P
 from functrax.primitives.collectives import axis_names
 from functrax.primitives.collectives import axis_size as named_axis_size
@@ -35,13 +35,13 @@ def _shape(x):
 
 
 def _times_size(x, n):
-    return lax.mul(x, lax._operand(n, x))
+    return P.mul(x, P.as_operand(n, x))
 
 
 def _split_dim(x, dim: int, n: int):
     """Split axis ``dim`` of ``x`` into (n, rest), ``n`` major."""
     s = _shape(x)
-    return lax.reshape(x, s[:dim] + (n, s[dim] // n) + s[dim + 1:])
+    return P.reshape(x, s[:dim] + (n, s[dim] // n) + s[dim + 1:])
 
 
 def _merge_dims(x, dim: int, count: int):
@@ -49,7 +49,7 @@ def _merge_dims(x, dim: int, count: int):
     if count <= 1:
         return x
     s = _shape(x)
-    return lax.reshape(x, s[:dim] + (math.prod(s[dim:dim + count]),) + s[dim + count:])
+    return P.reshape(x, s[:dim] + (math.prod(s[dim:dim + count]),) + s[dim + count:])
 
 
 def _check_types(prim, vals, dims, params):
@@ -87,9 +87,9 @@ def _allreduce_rule(prim, reduce_fn, if_unmapped):
     axis_primitives.add(prim)
 
 
-_allreduce_rule(P.psum_p, lax.reduce_sum, _times_size)
-_allreduce_rule(P.pmax_p, lax.reduce_max, lambda x, n: x)
-_allreduce_rule(P.pmin_p, lax.reduce_min, lambda x, n: x)
+_allreduce_rule(P.psum_p, P.reduce_sum, _times_size)
+_allreduce_rule(P.pmax_p, P.reduce_max, lambda x, n: x)
+_allreduce_rule(P.pmin_p, P.reduce_min, lambda x, n: x)
 
 
 def _psum_jvp(primals, tangents, *, axes, axis_index_groups):
@@ -128,12 +128,12 @@ def _pminmax_jvp(prim):
             if type(t) is Zero:
                 t_outs.append(Zero(tangent_aval(core.get_aval(ans))))
                 continue
-            loc = lax.convert_element_type(lax.eq(x, ans), core.get_aval(ans).dtype)
+            loc = P.convert_element_type(P.eq(x, ans), core.get_aval(ans).dtype)
             # two binds: the counts are primal (a residual), the total is a tangent
             counts, = P.psum_p.bind(loc, axes=axes, axis_index_groups=axis_index_groups)
-            total, = P.psum_p.bind(lax.mul(t, loc), axes=axes,
+            total, = P.psum_p.bind(P.mul(t, loc), axes=axes,
                                    axis_index_groups=axis_index_groups)
-            t_outs.append(lax.div(total, counts))
+            t_outs.append(P.div(total, counts))
         return outs, t_outs
     jvp_rules[prim] = rule
 
@@ -194,7 +194,7 @@ def _scatter_other(x, d, dim, axis_name, size, tiled):
 def _scatter_one(axis, x, d, name, dim):
     """Tiled reduce_scatter over the single axis ``name``."""
     if name == axis.name:
-        total = _times_size(x, axis.size) if d is None else lax.reduce_sum(x, (d,))
+        total = _times_size(x, axis.size) if d is None else P.reduce_sum(x, (d,))
         # lane i keeps block i of the total: the blocks become the batch axis
         return _split_dim(total, dim, axis.size), dim
     return _scatter_other(x, d, dim, (name,), named_axis_size(name), True)
@@ -211,13 +211,13 @@ def _reduce_scatter_rule(axis, vals, dims, *, scatter_dimension, axis_name, axis
         scatter_dimension=dim, axis_name=axis_name, axis_index_groups=axis_index_groups,
         axis_size=axis_size, tiled=tiled))
     if names == (axis.name,) and not tiled:
-        total = _times_size(x, axis.size) if d is None else lax.reduce_sum(x, (d,))
+        total = _times_size(x, axis.size) if d is None else P.reduce_sum(x, (d,))
         return total, dim  # entry i along ``dim`` belongs to lane i
     for name in names:  # major name first: each keeps its block of the previous block
         x, d = _scatter_one(axis, x, d, name, dim)
     if not tiled:  # the scattered dimension has size 1 now: remove it
         pos = dim + (d is not None and d <= dim)
-        x = lax.squeeze(x, (pos,))
+        x = P.squeeze(x, (pos,))
         if d is not None and d > pos:
             d -= 1
     return x, d
@@ -241,7 +241,7 @@ def _reduce_scatter_transpose(ct, x, *, scatter_dimension, axis_name, axis_index
 
 
 def _axis_index_rule(axis, vals, dims, *, axis_name):
-    return lax.iota(np.int32, axis.size), 0
+    return P.iota(np.int32, axis.size), 0
 
 
 def _runs(src_of, n):
@@ -278,10 +278,10 @@ def _ppermute_rule(axis, vals, dims, *, axis_name, perm):
         if src is None:  # lanes that receive nothing get zeros
             shape = list(_shape(x))
             shape[d] = length
-            pieces.append(lax.full(shape, 0, core.get_aval(x).dtype))
+            pieces.append(P.full(shape, 0, core.get_aval(x).dtype))
         else:
-            pieces.append(lax.slice_in_dim(x, src, src + length, axis=d))
-    return (x if len(pieces) == 1 and pieces[0] is x else lax.concatenate(pieces, d)), d
+            pieces.append(P.slice_in_dim(x, src, src + length, axis=d))
+    return (x if len(pieces) == 1 and pieces[0] is x else P.concatenate(pieces, d)), d
 
 
 def _all_to_all_rule(axis, vals, dims, *, split_axis, concat_axis, axis_name,
@@ -310,7 +310,7 @@ def _all_to_all_rule(axis, vals, dims, *, split_axis, concat_axis, axis_name,
         d2 = d + (ax <= d)
         perm = list(range(core.get_aval(x).ndim))
         perm[ax], perm[d2] = d2, ax
-        return _merge_dims(lax.transpose(x, perm), ax, 2), d
+        return _merge_dims(P.transpose(x, perm), ax, 2), d
     # concatenate the lanes along concat_axis, then the blocks of split_axis are the lanes
     x = _merge_dims(moveaxis(x, d, concat_axis), concat_axis, 2)
     return _split_dim(x, split_axis, n), split_axis

@@ -11,6 +11,7 @@ import functools
 import inspect
 
 from functrax import core
+from functrax import primitives as P
 from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inlinable
@@ -181,9 +182,8 @@ def _check_types(fun, rule, outs, t_outs, avals):
 
 
 def _tree_add(a, b):
-    from functrax import lax
     from functrax.tree_util import tree_map
-    return tree_map(lax.add, a, b)
+    return tree_map(P.add, a, b)
 
 
 def _zeros_like_tree(x):

@@ -7,7 +7,8 @@ import operator
 
 import numpy as np
 
-from functrax import core, dtypes, lax
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.transforms.ad import jvp_flat, linearize_flat
 from functrax.transforms.jvp import Zero, instantiate, tangent_aval
 from functrax.core.tracing import fun_name
@@ -182,7 +183,7 @@ def _like_input(ct, aval):
         return ct
     if ca.dtype != tangent_aval(aval).dtype:
         return ct
-    return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
+    return P.convert_element_type(ct, aval.dtype, aval.weak_type)
 
 
 def _check_grad_input(x, allow_int, label):
@@ -320,16 +321,16 @@ def _assemble(pytree, axis, example, arr):
         la = core.get_aval(leaf)
         part = arr
         if la.size != shape[axis]:
-            part = lax.slice_in_dim(arr, start, start + la.size, axis=axis)
+            part = P.slice_in_dim(arr, start, start + la.size, axis=axis)
         start += la.size
-        part = lax.reshape(part, shape[:axis] + la.shape + shape[axis + 1:])
+        part = P.reshape(part, shape[:axis] + la.shape + shape[axis + 1:])
         ea = core.get_aval(leaf if example is None else example)
         pa = core.get_aval(part)
         if pa.dtype != dtypes.float0 and (pa.dtype, pa.weak_type) != (ea.dtype, ea.weak_type):
             if dtypes.issubdtype(pa.dtype, np.complexfloating) and not dtypes.issubdtype(
                     ea.dtype, np.complexfloating):
-                part = lax.real(part)
-            part = lax.convert_element_type(part, ea.dtype, ea.weak_type)
+                part = P.real(part)
+            part = P.convert_element_type(part, ea.dtype, ea.weak_type)
         parts.append(part)
     return tree_unflatten(treedef, parts)
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import core, lax
-from functrax.lax.linalg import (
-    _col, _conj, _diagonal, _eye_like, _full_like, _H, _matmul, _permutation_matrix, _row,
-    _T, _tril, _triu, triangular_solve,
-)
+from functrax import core
+from functrax import primitives as P
 from functrax.primitives.linalg import (
-    cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p,
+    adjoint, as_cols, as_rows, batched_matmul, cholesky_p, conj_if_complex, diagonal, eigh_p,
+    eye_like, full_like_matrix, lu_p, permutation_matrix, qr_p, svd_p, transpose_last, tril,
+    triangular_solve, triangular_solve_p, triu,
 )
 from functrax.transforms.batching import bdim_at_front, moveaxis, vmap_rules
 from functrax.transforms.jvp import Zero, defjvp2, instantiate, jvp_rules, tangent_aval
@@ -34,11 +33,11 @@ from functrax.transforms.transpose import deflinear_transpose
 
 
 def _real(x):
-    return lax.real(x) if core.get_aval(x).dtype.kind == "c" else x
+    return P.real(x) if core.get_aval(x).dtype.kind == "c" else x
 
 
 def _as(x, like):
-    return lax.convert_element_type(x, core.get_aval(like).dtype)
+    return P.convert_element_type(x, core.get_aval(like).dtype)
 
 
 def _zeros_for(outs):
@@ -52,8 +51,8 @@ def _from_triangle(t, lower):
     """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``t``: the
     primitives read only that triangle, so that is the tangent they see."""
     if lower:
-        return lax.add(_tril(t), _H(_tril(t, -1)))
-    return lax.add(_triu(t), _H(_triu(t, 1)))
+        return P.add(tril(t), adjoint(tril(t, -1)))
+    return P.add(triu(t), adjoint(triu(t, 1)))
 
 
 def _cholesky_jvp(primals, tangents):
@@ -65,10 +64,10 @@ def _cholesky_jvp(primals, tangents):
     inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
     n = core.get_aval(x).shape[-1]
     phi = np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
-    phi = lax.mul(_tril(inner), lax.broadcast_in_dim(
+    phi = P.mul(tril(inner), P.broadcast_in_dim(
         phi.astype(core.get_aval(x).dtype), core.get_aval(x).shape,
         (len(core.get_aval(x).shape) - 2, len(core.get_aval(x).shape) - 1)))
-    return L, _matmul(L, phi)
+    return L, batched_matmul(L, phi)
 
 
 jvp_rules[cholesky_p] = _cholesky_jvp
@@ -81,10 +80,10 @@ def _triangular_solve_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a, co
                             unit_diagonal):
     m, n = core.get_aval(b).shape[-2:]
     k = 1 if unit_diagonal else 0
-    g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
-    g_a = lax.neg(g_a)
-    g_a = _T(g_a) if transpose_a else g_a
-    g_a = _conj(g_a) if conjugate_a else g_a
+    g_a = tril(g_a, -k) if lower else triu(g_a, k)
+    g_a = P.neg(g_a)
+    g_a = transpose_last(g_a) if transpose_a else g_a
+    g_a = conj_if_complex(g_a) if conjugate_a else g_a
 
     def a_inverse(rhs):
         return triangular_solve_p.bind(a, rhs, left_side=left_side, lower=lower,
@@ -92,8 +91,8 @@ def _triangular_solve_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a, co
                                        unit_diagonal=unit_diagonal)
     # order the two products, as JAX, whichever way is cheaper
     if left_side:
-        return a_inverse(_matmul(g_a, ans)) if m > n else _matmul(a_inverse(g_a), ans)
-    return a_inverse(_matmul(ans, g_a)) if m < n else _matmul(ans, a_inverse(g_a))
+        return a_inverse(batched_matmul(g_a, ans)) if m > n else batched_matmul(a_inverse(g_a), ans)
+    return a_inverse(batched_matmul(ans, g_a)) if m < n else batched_matmul(ans, a_inverse(g_a))
 
 
 def _triangular_solve_jvp_b(g_b, ans, a, b, **params):
@@ -126,23 +125,23 @@ def _lu_jvp(primals, tangents):
     *batch, m, n = core.get_aval(a).shape
     k = min(m, n)
     nd = len(batch) + 2
-    x = _matmul(_permutation_matrix(perm, core.get_aval(a).dtype), a_dot)
+    x = batched_matmul(permutation_matrix(perm, core.get_aval(a).dtype), a_dot)
     zero = np.zeros((), core.get_aval(a).dtype)
     cfg = [(0, 0, 0)] * nd
     l_cfg = list(cfg)
     l_cfg[-1] = (0, m - k, 0)
-    lk = lax.slice_in_dim(lu, 0, k, axis=nd - 1)
-    l_mat = lax.add(lax.pad(_tril(lk, -1), zero, l_cfg), _eye_like(lu, (*batch, m, m)))
+    lk = P.slice_in_dim(lu, 0, k, axis=nd - 1)
+    l_mat = P.add(P.pad(tril(lk, -1), zero, l_cfg), eye_like(lu, (*batch, m, m)))
     u_cfg = list(cfg)
     u_cfg[-2] = (0, n - k, 0)
-    uk = lax.slice_in_dim(lu, 0, k, axis=nd - 2)
+    uk = P.slice_in_dim(lu, 0, k, axis=nd - 2)
     u_eye = np.pad(np.eye(n - k, dtype=zero.dtype), ((k, 0), (k, 0)))
-    u = lax.add(lax.pad(_triu(uk), zero, u_cfg),
-                lax.broadcast_in_dim(u_eye, (*batch, n, n), (nd - 2, nd - 1)))
+    u = P.add(P.pad(triu(uk), zero, u_cfg),
+                P.broadcast_in_dim(u_eye, (*batch, n, n), (nd - 2, nd - 1)))
     la = triangular_solve(l_mat, x, left_side=True, transpose_a=False, lower=True,
                           unit_diagonal=True)
     lau = triangular_solve(u, la, left_side=False, transpose_a=False, lower=False)
-    lu_dot = lax.add(_matmul(l_mat, _tril(lau, -1)), _matmul(_triu(lau), u))
+    lu_dot = P.add(batched_matmul(l_mat, tril(lau, -1)), batched_matmul(triu(lau), u))
     return outs, [lu_dot] + _zeros_for(outs[1:])
 
 
@@ -163,14 +162,14 @@ def _qr_jvp(primals, tangents, *, full_matrices):
     q, r = qr_p.bind(x, full_matrices=full_matrices)
     dx = instantiate(dx)
     dx_rinv = triangular_solve(r, dx)  # right-side solve by default
-    qt_dx_rinv = _matmul(_H(q), dx_rinv)
-    lower = _tril(qt_dx_rinv, -1)
-    do = lax.sub(lower, _H(lower))  # skew-Hermitian
+    qt_dx_rinv = batched_matmul(adjoint(q), dx_rinv)
+    lower = tril(qt_dx_rinv, -1)
+    do = P.sub(lower, adjoint(lower))  # skew-Hermitian
     if core.get_aval(x).dtype.kind == "c":  # the imaginary part of the diagonal
-        imag_diag = lax.sub(qt_dx_rinv, _as(lax.real(qt_dx_rinv), qt_dx_rinv))
-        do = lax.add(do, lax.mul(_eye_like(do), imag_diag))
-    dq = lax.add(_matmul(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
-    dr = _matmul(lax.sub(qt_dx_rinv, do), r)
+        imag_diag = P.sub(qt_dx_rinv, _as(P.real(qt_dx_rinv), qt_dx_rinv))
+        do = P.add(do, P.mul(eye_like(do), imag_diag))
+    dq = P.add(batched_matmul(q, P.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = batched_matmul(P.sub(qt_dx_rinv, do), r)
     return [q, r], [dq, dr]
 
 
@@ -186,13 +185,13 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
     a_dot = _from_triangle(instantiate(a_dot), lower)
     n = core.get_aval(a).shape[-1]
     w = _as(w_real, a)
-    eye = _eye_like(a)
+    eye = eye_like(a)
     # the reciprocal eigenvalue gaps, with zeros (not NaNs) on the diagonal
-    gaps = lax.add(eye, lax.sub(_row(w, n), _col(w, n)))
-    fmat = lax.sub(lax.div(_full_like(a, 1), gaps), eye)
-    vdag_adot_v = _matmul(_matmul(_H(v), a_dot), v)
-    dv = _matmul(v, lax.mul(fmat, vdag_adot_v))
-    dw = _real(_diagonal(vdag_adot_v))
+    gaps = P.add(eye, P.sub(as_rows(w, n), as_cols(w, n)))
+    fmat = P.sub(P.div(full_like_matrix(a, 1), gaps), eye)
+    vdag_adot_v = batched_matmul(batched_matmul(adjoint(v), a_dot), v)
+    dv = batched_matmul(v, P.mul(fmat, vdag_adot_v))
+    dw = _real(diagonal(vdag_adot_v))
     return [v, w_real], [dv, dw]
 
 
@@ -212,37 +211,37 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
             "compute_uv=False)")
     s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
     da = instantiate(da)
-    ut, v = _H(u), _H(vt)
+    ut, v = adjoint(u), adjoint(vt)
     k = core.get_aval(s).shape[-1]
-    ds_mat = _matmul(_matmul(ut, da), v)
-    ds = _real(_diagonal(ds_mat))
+    ds_mat = batched_matmul(batched_matmul(ut, da), v)
+    ds = _real(diagonal(ds_mat))
     if not compute_uv:
         return [s], [ds]
-    s_row = _row(s, k)  # s[..., None, :]
-    s_col = _T(s_row)
-    eye_s = _eye_like(s_row)
-    s_diffs = lax.mul(lax.add(s_row, s_col), lax.sub(s_row, s_col))
-    f = lax.sub(lax.div(_full_like(s_diffs, 1), lax.add(s_diffs, eye_s)), eye_s)
+    s_row = as_rows(s, k)  # s[..., None, :]
+    s_col = transpose_last(s_row)
+    eye_s = eye_like(s_row)
+    s_diffs = P.mul(P.add(s_row, s_col), P.sub(s_row, s_col))
+    f = P.sub(P.div(full_like_matrix(s_diffs, 1), P.add(s_diffs, eye_s)), eye_s)
     f = _as(f, a)
     s_row_a = _as(s_row, a)
-    dss = lax.mul(s_row_a, ds_mat)  # dS diag(s)
-    sds = lax.mul(_T(s_row_a), ds_mat)  # diag(s) dS
-    s_zero = _as(lax.eq(s, _full_like(s, 0)), s)
-    s_inv = lax.sub(lax.div(_full_like(s, 1), lax.add(s, s_zero)), s_zero)
-    s_inv_mat = _as(lax.mul(_row(s_inv, k), eye_s), a)
-    du_dv_diag = lax.mul(lax.mul(lax.sub(ds_mat, _H(ds_mat)), s_inv_mat),
-                         _full_like(ds_mat, 0.5))
-    du = _matmul(u, lax.add(lax.mul(f, lax.add(dss, _H(dss))), du_dv_diag))
-    dv = _matmul(v, lax.mul(f, lax.add(sds, _H(sds))))
+    dss = P.mul(s_row_a, ds_mat)  # dS diag(s)
+    sds = P.mul(transpose_last(s_row_a), ds_mat)  # diag(s) dS
+    s_zero = _as(P.eq(s, full_like_matrix(s, 0)), s)
+    s_inv = P.sub(P.div(full_like_matrix(s, 1), P.add(s, s_zero)), s_zero)
+    s_inv_mat = _as(P.mul(as_rows(s_inv, k), eye_s), a)
+    du_dv_diag = P.mul(P.mul(P.sub(ds_mat, adjoint(ds_mat)), s_inv_mat),
+                         full_like_matrix(ds_mat, 0.5))
+    du = batched_matmul(u, P.add(P.mul(f, P.add(dss, adjoint(dss))), du_dv_diag))
+    dv = batched_matmul(v, P.mul(f, P.add(sds, adjoint(sds))))
     if m > n:
-        dav = _matmul(da, v)
-        du = lax.add(du, lax.div(lax.sub(dav, _matmul(u, _matmul(ut, dav))),
-                                 _as(_row(s, m), a)))
+        dav = batched_matmul(da, v)
+        du = P.add(du, P.div(P.sub(dav, batched_matmul(u, batched_matmul(ut, dav))),
+                                 _as(as_rows(s, m), a)))
     if n > m:
-        dahu = _matmul(_H(da), u)
-        dv = lax.add(dv, lax.div(lax.sub(dahu, _matmul(v, _matmul(vt, dahu))),
-                                 _as(_row(s, n), a)))
-    return [s, u, vt], [ds, du, _H(dv)]
+        dahu = batched_matmul(adjoint(da), u)
+        dv = P.add(dv, P.div(P.sub(dahu, batched_matmul(v, batched_matmul(vt, dahu))),
+                                 _as(as_rows(s, n), a)))
+    return [s, u, vt], [ds, du, adjoint(dv)]
 
 
 jvp_rules[svd_p] = _svd_jvp

@@ -28,7 +28,8 @@ import weakref
 
 import numpy as np
 
-from functrax import core, lax
+from functrax import core
+from functrax import primitives as P
 from functrax.core import Array, Jaxpr, ShapedArray
 from functrax.runtime.devices import ShardedArray
 from functrax.lowering.numpy.executor import compile_jaxpr
@@ -248,7 +249,7 @@ def _pmap_transpose(cts, *args, **params):
         it = iter(flat[len(res):])
         cts_dev = [next(it) if z else Zero(a) for z, a in zip(nz, out_avals)]
         outs = [instantiate(c) for c in backward_pass(lin_jaxpr, list(flat[:len(res)]), cts_dev)]
-        return [lax.psum(o, params["axis_name"]) if spans and ax is None else o
+        return [P.psum(o, params["axis_name"]) if spans and ax is None else o
                 for o, ax in zip(outs, lin_axes)]
 
     with core.extend_axis_env(params["axis_name"], params["global_axis_size"]):
@@ -260,7 +261,7 @@ def _pmap_transpose(cts, *args, **params):
         out_axes=tuple((None if spans else 0) if ax is None else ax for ax in lin_axes),
         name=f"transpose({params['name']})"))
     # an unmapped (broadcast) input gets the sum of the devices' cotangents
-    outs = iter([lax.reduce_sum(o, (0,)) if ax is None and not spans else o
+    outs = iter([P.reduce_sum(o, (0,)) if ax is None and not spans else o
                  for o, ax in zip(outs, lin_axes)])
     return [next(outs) if u else None for u in lin]
 
@@ -677,6 +678,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 
     >>> import functrax, functrax.numpy as fnp
     >>> n = functrax.local_device_count()
+    >>> from functrax import lax
     >>> f = pmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")
     >>> f(fnp.arange(float(n))).shape == (n,)
     True

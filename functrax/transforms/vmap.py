@@ -7,7 +7,8 @@ import functools
 import inspect
 import operator
 
-from functrax import core, lax
+from functrax import core
+from functrax import primitives as P
 from functrax.transforms.batching import AxisData, BatchTrace, BatchTracer, matchaxis
 from functrax.tree_util import (
     broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten,
@@ -195,7 +196,7 @@ def _chunked(call, flat, flat_axes, size, chunk, axis_name):
     results = []
     for start in range(0, size, chunk):
         stop = min(start + chunk, size)
-        part = [x if ax is None else lax.slice_in_dim(x, start, stop, axis=ax)
+        part = [x if ax is None else P.slice_in_dim(x, start, stop, axis=ax)
                 for x, ax in zip(flat, flat_axes)]
         results.append(call(part, flat_axes, stop - start))
     return _concat_chunks(results)
@@ -206,6 +207,6 @@ def _concat_chunks(results):
     _, tree = tree_flatten(results[0][0])
     per_chunk = [tree_flatten(r)[0] for r, _ in results]
     axes = results[0][1]
-    out = [per_chunk[0][i] if ax is None else lax.concatenate([p[i] for p in per_chunk], ax)
+    out = [per_chunk[0][i] if ax is None else P.concatenate([p[i] for p in per_chunk], ax)
            for i, ax in enumerate(axes)]
     return tree_unflatten(tree, out)

@@ -21,7 +21,7 @@ from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
-from functrax.primitives.define import new_primitive
+from functrax.primitives.control_flow import cond_p
 from functrax.core.tracing import fun_name, fun_source, make_debug_info
 from functrax.transforms.call_util import cached_trace, trace_subjaxpr
 from functrax.tree_util import (
@@ -30,44 +30,12 @@ from functrax.tree_util import (
 
 __all__ = ["cond", "switch", "cond_p"]
 
-cond_p = new_primitive("cond", multiple_results=True)
 
 # JAX accepts one pytree operand passed by keyword (``operand=``), an older calling convention
 _no_operand = object()
 
 
 # --- the primitive ---
-
-
-@cond_p.def_abstract_eval
-def _cond_abstract_eval(index, *ops, branches):
-    if type(branches) is not tuple or not branches:
-        raise TypeError(f"cond: branches must be a non-empty tuple of ClosedJaxprs, got "
-                        f"{branches!r}")
-    if index.shape != () or index.dtype != np.int32:
-        raise TypeError(f"cond: the branch index must be an int32 scalar, got "
-                        f"{index.str_short()}")
-    out0 = branches[0].out_avals
-    for i, br in enumerate(branches):
-        in_avals = br.in_avals
-        if len(in_avals) != len(ops):
-            raise TypeError(f"cond: branch {i} takes {len(in_avals)} operands but the cond "
-                            f"passes {len(ops)}")
-        for k, (want, got) in enumerate(zip(in_avals, ops)):
-            if not typematch(want, got):
-                raise TypeError(f"cond: operand {k} has type {got.str_short()} but branch {i} "
-                                f"expects {want.str_short()}")
-        outs = br.out_avals
-        if len(outs) != len(out0) or not all(map(typematch, outs, out0)):
-            raise TypeError(f"cond: branch {i} outputs {_avals_short(outs)} but branch 0 "
-                            f"outputs {_avals_short(out0)}; all branches must output the "
-                            f"same types")
-    # as JAX: the types of branch 0 (weak types may differ between branches)
-    return list(out0)
-
-
-def _avals_short(avals) -> str:
-    return "(" + ", ".join(a.str_short() for a in avals) + ")"
 
 
 # --- tracing the branches ---

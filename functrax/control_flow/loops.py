@@ -27,7 +27,7 @@ from functrax import primitives as P
 from functrax.config import config
 from functrax.core import ClosedJaxpr
 from functrax.errors import ConcretizationTypeError
-from functrax.primitives.define import new_primitive
+from functrax.primitives.control_flow import while_p
 from functrax.core.tracing import make_debug_info
 from functrax.transforms.call_util import cached_trace, trace_subjaxpr
 from functrax.tree_util import (
@@ -36,41 +36,9 @@ from functrax.tree_util import (
 
 __all__ = ["while_loop", "fori_loop", "while_p"]
 
-while_p = new_primitive("while", multiple_results=True)
 
 
 # --- abstract evaluation ---
-
-
-def _split3(xs, n1, n2):
-    xs = list(xs)
-    return xs[:n1], xs[n1:n1 + n2], xs[n1 + n2:]
-
-
-def _types_str(avals) -> str:
-    return "[" + ", ".join(a.str_short() for a in avals) + "]"
-
-
-def _check_operands(what, jaxpr_avals, avals):
-    if len(jaxpr_avals) != len(avals) or not all(map(core.typematch, jaxpr_avals, avals)):
-        raise TypeError(f"while: {what} takes {_types_str(jaxpr_avals)} but is given "
-                        f"{_types_str(avals)}")
-
-
-@while_p.def_abstract_eval
-def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    if len(avals) < cond_nconsts + body_nconsts:
-        raise TypeError(f"while: {len(avals)} operands for cond_nconsts={cond_nconsts} and "
-                        f"body_nconsts={body_nconsts}")
-    cconsts, bconsts, carry = _split3(avals, cond_nconsts, body_nconsts)
-    _check_operands("cond_jaxpr", cond_jaxpr.in_avals, cconsts + carry)
-    _check_operands("body_jaxpr", body_jaxpr.in_avals, bconsts + carry)
-    _check_operands("the carry output of body_jaxpr", body_jaxpr.out_avals, carry)
-    pred = cond_jaxpr.out_avals
-    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype.kind != "b":
-        raise TypeError(f"while: cond_jaxpr must return one boolean scalar, got "
-                        f"{_types_str(pred)}")
-    return list(body_jaxpr.out_avals)
 
 
 # --- tracing the user's functions ---

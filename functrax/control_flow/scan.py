@@ -25,7 +25,7 @@ from functrax.core import ShapedArray, typematch
 from functrax.errors import ConcretizationTypeError
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.lowering.triton.control_flow import body_executable as _compile_body
-from functrax.primitives.define import new_primitive
+from functrax.primitives.control_flow import scan_p, split_at
 from functrax.core.tracing import DebugInfo, arg_names, fun_name, fun_source, trace_to_jaxpr
 from functrax.transforms.call_util import cached_trace, closure_convert
 from functrax.tree_util import (
@@ -34,7 +34,6 @@ from functrax.tree_util import (
 
 __all__ = ["scan", "map"]
 
-scan_p = new_primitive("scan", multiple_results=True)
 
 
 # --- the public functions ---
@@ -350,45 +349,6 @@ def _equality_errors(path, t1, t2):
 # --- abstract evaluation ---
 
 
-def _split(xs, *sizes):
-    """Split ``xs`` into consecutive pieces of ``sizes`` and the rest."""
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i:i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
-
-
-def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, num_consts, num_carry):
-    in_avals, out_avals = jaxpr.in_avals, jaxpr.out_avals
-    if len(avals) != len(in_avals):
-        raise TypeError(f"scan: the body jaxpr takes {len(in_avals)} inputs but the scan has "
-                        f"{len(avals)} operands (num_consts={num_consts}, "
-                        f"num_carry={num_carry})")
-    consts, init, xs = _split(avals, num_consts, num_carry)
-    j_consts, j_carry, j_xs = _split(in_avals, num_consts, num_carry)
-    carry_out, y_avals = out_avals[:num_carry], out_avals[num_carry:]
-    _expect("const", consts, j_consts)
-    _expect("carry input", init, j_carry)
-    _expect("carry output of the body for carry input", j_carry, carry_out)
-    for i, (x, jx) in enumerate(zip(xs, j_xs)):
-        if x.shape != (length,) + jx.shape or x.dtype != jx.dtype:
-            raise TypeError(f"scan: xs operand {i} has type {x.str_short()} but the body "
-                            f"takes {jx.str_short()} slices of length={length}")
-    return list(carry_out) + [a.update(shape=(length,) + a.shape) for a in y_avals]
-
-
-def _expect(what, got, want):
-    for i, (a, b) in enumerate(zip(got, want)):
-        if not typematch(a, b):
-            raise TypeError(f"scan: {what} {i} has type {a.str_short()} but the body jaxpr "
-                            f"expects {b.str_short()}")
-
-
-scan_p.def_abstract_eval(_scan_abstract_eval)
-
-
 # --- numpy backend: a Python loop over the compiled body ---
 
 _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -404,7 +364,7 @@ def body_executable(jaxpr):
 
 def _scan_numpy(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
     exe = body_executable(jaxpr)
-    consts, carry, xs = _split(args, num_consts, num_carry)
+    consts, carry, xs = split_at(args, num_consts, num_carry)
     ys = [np.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         outs = exe(*consts, *carry, *[x[i] for x in xs])

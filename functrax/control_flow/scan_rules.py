@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from functrax import core, dtypes
 from functrax import primitives as P
-from functrax.control_flow.scan import _split, scan_p
+from functrax.primitives.control_flow import scan_p, split_at
 from functrax.core import ClosedJaxpr, Jaxpr, Var
 from functrax.lowering.triton.control_flow import scan_rule as triton_scan_rule
 from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
@@ -71,7 +71,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
     n_in, n_out = len(primals), len(jaxpr.out_avals)
     ny = n_out - num_carry
     nz = [_nonzero(t) for t in tangents]
-    const_nz, init_nz, xs_nz = _split(nz, num_consts, num_carry)
+    const_nz, init_nz, xs_nz = split_at(nz, num_consts, num_carry)
     floats = [_is_float(a) for a in jaxpr.in_avals[num_consts:num_consts + num_carry]]
     carry_nz = init_nz
     for _ in range(num_carry + 1):
@@ -83,8 +83,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
     ys_nz = out_nz[num_carry:]
     # the body's invars are the primals (consts, carry, xs) then the nonzero tangents in the
     # same order; the scan wants consts, their tangents, carry, its tangents, xs, theirs
-    p_idx = _split(list(range(n_in)), num_consts, num_carry)
-    t_idx = _split(list(range(n_in, n_in + sum(nz_ for nz_ in const_nz + carry_nz + xs_nz))),
+    p_idx = split_at(list(range(n_in)), num_consts, num_carry)
+    t_idx = split_at(list(range(n_in, n_in + sum(nz_ for nz_ in const_nz + carry_nz + xs_nz))),
                    sum(const_nz), sum(carry_nz))
     in_order = [i for p, t in zip(p_idx, t_idx) for i in p + t]
     n_cart = sum(carry_nz)
@@ -92,12 +92,12 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
                  + list(range(num_carry, n_out))
                  + list(range(n_out + n_cart, n_out + n_cart + sum(ys_nz))))
     body = _reorder(body, in_order, out_order)
-    consts, init, xs = _split(primals, num_consts, num_carry)
-    c_t, i_t, x_t = _split(tangents, num_consts, num_carry)
+    consts, init, xs = split_at(primals, num_consts, num_carry)
+    c_t, i_t, x_t = split_at(tangents, num_consts, num_carry)
     init_t = [instantiate(t) for t, n in zip(i_t, carry_nz) if n]
     outs = _bind(consts + [t for t, n in zip(c_t, const_nz) if n], init + init_t,
                  xs + [t for t, n in zip(x_t, xs_nz) if n], body, params)
-    carry, carry_t, ys, ys_t = _split(outs, num_carry, n_cart, ny)
+    carry, carry_t, ys, ys_t = split_at(outs, num_carry, n_cart, ny)
     carry_t, ys_t = iter(carry_t), iter(ys_t)
     t_out = [next(carry_t) if n else Zero(tangent_aval(core.get_aval(o)))
              for o, n in zip(carry, carry_nz)]
@@ -138,8 +138,8 @@ def _loop_invariant(j: Jaxpr, n_const_in: int, outvars) -> list:
 def _scan_partial_eval(trace, args, params):
     jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
     unknowns = [trace.is_unknown(x) for x in args]
-    const_uk, init_uk, xs_uk = _split(unknowns, nc, ncar)
-    consts, init, xs = _split(args, nc, ncar)
+    const_uk, init_uk, xs_uk = split_at(unknowns, nc, ncar)
+    consts, init, xs = split_at(args, nc, ncar)
     with core.set_current_trace(trace.parent):
         carry_uk, (k_closed, u_closed, out_unk, num_res) = _unknown_fixed_point(
             jaxpr, const_uk, init_uk, xs_uk, ncar)
@@ -236,14 +236,14 @@ partial_eval_rules[scan_p] = _scan_partial_eval
 
 
 def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry):
-    consts, init, xs = _split(args, num_consts, num_carry)
-    ct_carry, ct_ys = _split(cts, num_carry)
+    consts, init, xs = split_at(args, num_consts, num_carry)
+    ct_carry, ct_ys = split_at(cts, num_carry)
     c_lin = [is_undefined(a) for a in consts]
     x_lin = [is_undefined(a) for a in xs]
     if all(type(c) is Zero for c in cts):
         return [Zero(a.aval) if is_undefined(a) else None for a in args]
     j = jaxpr.jaxpr
-    cv, carv, xv = _split(j.invars, num_consts, num_carry)
+    cv, carv, xv = split_at(j.invars, num_consts, num_carry)
     # the body is linear in the carries, the linear consts and the linear xs; the other
     # consts and xs are residuals (a carry whose init is a known value is still linear)
     res_vars = [v for v, lin in zip(cv, c_lin) if not lin] + [v for v, lin in zip(xv, x_lin)
@@ -257,11 +257,11 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
     carry_avals = [a.strip_weak_type() for a in jaxpr.in_avals[num_consts:num_consts + num_carry]]
 
     def body(*a):
-        res_c, acc, ct_c, ct_y, res_x = _split(a, n_rc, len(lin_c), num_carry, sum(ys_nz))
+        res_c, acc, ct_c, ct_y, res_x = split_at(a, n_rc, len(lin_c), num_carry, sum(ys_nz))
         ct_y = iter(ct_y)
         cts_out = list(ct_c) + [next(ct_y) if nz else Zero(av) for nz, av in zip(ys_nz, y_avals)]
         cts_in = backward_pass(lin_jaxpr, list(res_c) + list(res_x), cts_out)
-        ct_lc, ct_carry_in, ct_lx = _split(cts_in, len(lin_c), num_carry)
+        ct_lc, ct_carry_in, ct_lx = split_at(cts_in, len(lin_c), num_carry)
         acc = [instantiate(add_tangents(s, c)) for s, c in zip(acc, ct_lc)]
         return acc + [_inst(c, av) for c, av in zip(ct_carry_in, carry_avals)] + [
             _inst(c, v.aval) for c, v in zip(ct_lx, lin_x)]
@@ -276,7 +276,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
     ct_c0 = [_inst(c, av) for c, av in zip(ct_carry, carry_avals)]
     outs = _bind(res_c, acc0 + ct_c0, [c for c in ct_ys if type(c) is not Zero] + res_x, t_body,
                  dict(length=length, reverse=not reverse, unroll=unroll))
-    ct_consts, ct_init, ct_xs = _split(outs, len(lin_c), num_carry)
+    ct_consts, ct_init, ct_xs = split_at(outs, len(lin_c), num_carry)
     ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
     return ([next(ct_consts) if lin else None for lin in c_lin]
             + [c if is_undefined(a) else None for a, c in zip(init, ct_init)]
@@ -305,8 +305,8 @@ def _batch_body(closed, axis, in_dims, carry_b, num_carry):
 
 
 def _scan_vmap(axis, vals, dims, *, jaxpr, length, reverse, unroll, num_consts, num_carry):
-    consts, init, xs = _split(vals, num_consts, num_carry)
-    c_dims, i_dims, x_dims = _split(dims, num_consts, num_carry)
+    consts, init, xs = split_at(vals, num_consts, num_carry)
+    c_dims, i_dims, x_dims = split_at(dims, num_consts, num_carry)
     body_x_dims = [None if d is None else 0 for d in x_dims]
     carry_b = [d is not None for d in i_dims]
     for _ in range(num_carry + 1):
@@ -343,7 +343,7 @@ def _scan_dce(used_outputs, eqn):
         if new == used_carry:
             break
         used_carry = new
-    used_c, _, used_x = _split(used_in, nc, ncar)
+    used_c, _, used_x = split_at(used_in, nc, ncar)
     used_in = used_c + used_carry + used_x
     if all(used_in) and all(used_outputs) and body is closed.jaxpr:
         return used_in, eqn

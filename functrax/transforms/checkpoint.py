@@ -14,7 +14,7 @@ from functrax import core
 from functrax.core import ClosedJaxpr
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inlinable
-from functrax.primitives.define import new_primitive
+from functrax.primitives.calls import remat_p
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.call_util import eager_call_rule, eval_closed, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
@@ -22,8 +22,6 @@ from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_jaxp
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
 from functrax.tree_util import tree_unflatten
 
-remat_p = new_primitive("remat2", multiple_results=True)
-remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 numpy_rules[remat_p] = eager_call_rule("jaxpr")
 inlinable[remat_p] = "jaxpr"
 

@@ -15,25 +15,15 @@ from functrax import primitives as P
 from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inlinable
-from functrax.primitives.define import new_primitive
+from functrax.primitives.calls import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from functrax.core.tracing import fun_name
 from functrax.transforms.call_util import eager_call_rule, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.transpose import is_undefined, transpose_rules
 from functrax.tree_util import tree_flatten, tree_unflatten
 
-custom_jvp_call_p = new_primitive("custom_jvp_call", multiple_results=True)
-custom_vjp_call_p = new_primitive("custom_vjp_call", multiple_results=True)
-custom_lin_p = new_primitive("custom_lin", multiple_results=True)
 
 
-def _call_abstract(*avals, call_jaxpr, **_):
-    return list(call_jaxpr.out_avals)
-
-
-custom_jvp_call_p.def_abstract_eval(_call_abstract)
-custom_vjp_call_p.def_abstract_eval(_call_abstract)
-custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 numpy_rules[custom_jvp_call_p] = eager_call_rule("call_jaxpr")
 inlinable[custom_jvp_call_p] = "call_jaxpr"
 inlinable[custom_vjp_call_p] = "call_jaxpr"

@@ -16,6 +16,7 @@ import numpy as np
 
 from functrax import core, dtypes
 from functrax.config import config
+from functrax.primitives.calls import jit_p
 from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
 from functrax.lowering.numpy.executor import compile_jaxpr
@@ -563,24 +564,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 # --- the primitive ---
 
-from functrax.primitives.define import new_primitive  # noqa: E402
 
-jit_p = new_primitive("jit", multiple_results=True)
-
-
-@jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr, name, backend=None):
-    """The inner jaxpr's output types, once the operands match its inputs."""
-    j = jaxpr.jaxpr
-    inner = [v.aval for v in j.constvars + j.invars] if not jaxpr.consts else \
-        [v.aval for v in j.invars]
-    if len(avals) != len(inner) or any(
-            (a.shape, a.dtype) != (b.shape, b.dtype) for a, b in zip(avals, inner)):
-        got = ", ".join(a.str_short() for a in avals)
-        want = ", ".join(b.str_short() for b in inner)
-        raise TypeError(f"jit[name={name}]: operands ({got}) do not match the inner jaxpr's "
-                        f"inputs ({want})")
-    return list(jaxpr.out_avals)
 
 
 class disable_jit:

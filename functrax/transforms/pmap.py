@@ -30,14 +30,14 @@ import numpy as np
 
 from functrax import core
 from functrax import primitives as P
-from functrax.core import Array, Jaxpr, ShapedArray
+from functrax.core import Array, Jaxpr
 from functrax.runtime.devices import ShardedArray
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inline_closed
 from functrax.passes.pipeline import optimize
 from functrax.primitives import collectives as C
-from functrax.primitives.define import new_primitive
+from functrax.primitives.calls import mapped_aval, unmapped_aval, xla_pmap_p
 from functrax.core.tracing import DebugInfo, fun_name, fun_source, trace_to_jaxpr
 from functrax.runtime import pmap_gpu
 from functrax.runtime import pmap_runtime as rt
@@ -55,43 +55,9 @@ from functrax.tree_util import (
 
 __all__ = ["pmap", "xla_pmap_p", "PmapFunction"]
 
-xla_pmap_p = new_primitive("xla_pmap", multiple_results=True)
 
 
 # --- avals with and without the mapped axis ---
-
-
-def _unmapped(aval: ShapedArray, ax) -> ShapedArray:
-    """The per-device aval of a global one mapped along ``ax`` (None: unchanged)."""
-    if ax is None:
-        return aval
-    return aval.update(shape=aval.shape[:ax] + aval.shape[ax + 1:])
-
-
-def _mapped(aval: ShapedArray, size: int, ax) -> ShapedArray:
-    """The global aval of a per-device one, the mapped axis (of ``size``) at ``ax``."""
-    if ax is None:
-        return aval
-    shape = list(aval.shape)
-    shape.insert(ax, size)
-    return aval.update(shape=tuple(shape))
-
-
-@xla_pmap_p.def_abstract_eval
-def _pmap_abstract_eval(*avals, call_jaxpr, axis_size, in_axes, out_axes, name, **_):
-    inner = call_jaxpr.in_avals
-    if len(avals) != len(inner) or len(in_axes) != len(avals):
-        raise TypeError(f"xla_pmap[name={name}]: {len(avals)} operands for a jaxpr of "
-                        f"{len(inner)} inputs and {len(in_axes)} in_axes")
-    for i, (a, ax, b) in enumerate(zip(avals, in_axes, inner)):
-        if ax is not None and (not 0 <= ax < a.ndim or a.shape[ax] != axis_size):
-            raise TypeError(f"xla_pmap[name={name}]: operand {i} of type {a.str_short()} has "
-                            f"no axis {ax} of the mapped size {axis_size}")
-        u = _unmapped(a, ax)
-        if (u.shape, u.dtype) != (b.shape, b.dtype):
-            raise TypeError(f"xla_pmap[name={name}]: operand {i} is {u.str_short()} per "
-                            f"device but the inner jaxpr takes {b.str_short()}")
-    return [_mapped(a, axis_size, ax) for a, ax in zip(call_jaxpr.out_avals, out_axes)]
 
 
 def _with(params, **changes):
@@ -239,7 +205,7 @@ def _pmap_transpose(cts, *args, **params):
     res_axes = tuple(ax for ax, u in zip(in_axes, lin) if not u)
     lin_axes = [ax for ax, u in zip(in_axes, lin) if u]
     out_avals = call.out_avals
-    res_avals = [_unmapped(core.get_aval(a), ax) for a, ax in zip(res, res_axes)]
+    res_avals = [unmapped_aval(core.get_aval(a), ax) for a, ax in zip(res, res_axes)]
     ct_avals = [a for a, z in zip(out_avals, nz) if z]
 
     # across processes, an unmapped input's cotangent is summed over the global axis inside
@@ -447,7 +413,7 @@ class PmapFunction:
     # --- tracing ---
 
     def _trace(self, args, kwargs, flat, in_tree, axes, names, global_size, static_pos):
-        avals = [_unmapped(core.get_aval(x), ax) for x, ax in zip(flat, axes)]
+        avals = [unmapped_aval(core.get_aval(x), ax) for x, ax in zip(flat, axes)]
         info = DebugInfo(self._name, fun_source(self.fun), names(), "pmap")
         box = []
 
@@ -513,7 +479,7 @@ class PmapFunction:
         flat, in_tree, axes, names, statics, static_pos = self._flatten(args, kwargs)
         size = self._size(flat, axes, names)
         gsize = rt.global_axis_size(size, self.devices, getattr(_tracing, "depth", 0) > 0)
-        avals = tuple(_unmapped(core.get_aval(x), ax) for x, ax in zip(flat, axes))
+        avals = tuple(unmapped_aval(core.get_aval(x), ax) for x, ax in zip(flat, axes))
         env = tuple((f.name, f.size) for f in core.axis_env())
         key = (in_tree, tuple(axes), avals, statics, size, gsize, env)
         entry = self._cache.get(key)
@@ -580,7 +546,7 @@ class PmapFunction:
                 results.append(Array._make(outs[0][k], aval))
             else:
                 results.append(ShardedArray._make([o[k] for o in outs], ax, devs,
-                                                  _mapped(aval, size, ax)))
+                                                  mapped_aval(aval, size, ax)))
         return results
 
 
@@ -591,7 +557,7 @@ class PmapFunction:
                                   global_size=gsize, donated=donated,
                                   before=lambda: [_delete(flat[i]) for i in donated])
         return pmap_gpu.wrap_outputs(outs, devs, entry.out_axes, entry.out_avals, size,
-                                     _mapped)
+                                     mapped_aval)
 
 
 class _Lazy:

@@ -13,7 +13,8 @@ from functrax.errors import (  # noqa: F401
     TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from functrax.lowering.numpy import rules as _numpy_backend  # noqa: F401
+from functrax.lowering import numpy as _numpy_backend  # noqa: F401  (registers its rules)
+from functrax.lowering import triton as _triton_backend  # noqa: F401  (registers the backend)
 from functrax import lax  # noqa: F401
 from functrax import numpy  # noqa: F401
 from functrax import tree_util  # noqa: F401

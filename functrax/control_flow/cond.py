@@ -7,8 +7,8 @@ ClosedJaxprs without consts, the false branch first (as JAX). Values the branche
 are hoisted into explicit leading operands shared by all branches (each branch takes every
 branch's closed-over values and ignores the others'), so every transformation sees them.
 
-Its rules (numpy backend, cost, jvp, partial evaluation, transposition, vmap) are in
-``cond_rules.py``.
+The primitive is defined in ``functrax/primitives/control_flow.py``; its transformation rules
+(jvp, partial evaluation, transposition, vmap) are in ``cond_rules.py``.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The ``cond`` primitive's entry in every table: numpy backend, cost, jvp, partial
-evaluation, transposition, vmap and dce (unused outputs dropped from every branch).
+"""The ``cond`` primitive's transformation rules: jvp, partial evaluation, transposition and
+vmap (its numpy rule is in ``functrax/lowering/numpy/control_flow.py``, its cost in
+``functrax/lowering/cost.py``, its dce rule in ``functrax/passes/dce_control_flow.py``).
 
 Each rule transforms every branch the same way and binds one ``cond`` again, so the result
 still runs only the selected branch: ``grad(cond)``, ``vmap(cond)`` (unbatched index),
@@ -8,20 +9,12 @@ still runs only the selected branch: ``grad(cond)``, ``vmap(cond)`` (unbatched i
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.control_flow.cond import cond_p, join_closed
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
-from functrax.lowering.cost import cost_analysis, cost_rules
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.lowering.triton.control_flow import body_executable as _compile_body
-from functrax.lowering.triton.control_flow import cond_rule as triton_cond_rule
-from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
-from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
 from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
@@ -29,36 +22,10 @@ from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
 
-# --- numpy backend: run the selected branch, compiled once per branch jaxpr ---
-_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _clamp_index(index, n: int) -> int:
-    return min(max(int(index), 0), n - 1)
-
-
-def _cond_numpy(index, *ops, branches):
-    branch = branches[_clamp_index(index, len(branches))]
-    exe = _compiled.get(branch)
-    if exe is None:
-        exe = _compiled[branch] = _compile_body(branch)  # Triton if it calls a triton jit
-    return exe(*ops)
-
-
-numpy_rules[cond_p] = _cond_numpy
-triton_step_rules[cond_p] = triton_cond_rule  # the Triton backend's host-driven step
-
-
-# --- cost: the most expensive branch (as XLA's cost analysis of a conditional) ---
-def _cond_cost(eqn):
-    costs = [cost_analysis(b) for b in eqn.params["branches"]]
-    return max(c["flops"] for c in costs), max(c["transcendentals"] for c in costs)
-
-
-cost_rules[cond_p] = _cond_cost
-
 
 # --- jvp: one cond over the jvp'd branches ---
+
+
 def _is_float0(aval) -> bool:
     return aval.dtype == dtypes.float0
 
@@ -256,21 +223,5 @@ def _cond_vmap(axis, vals, dims, *, branches):
 vmap_rules[cond_p] = _cond_vmap
 
 
-# --- dce: unused outputs leave every branch; operands no branch reads leave the cond ---
 
 
-def _cond_dce(used_outputs, eqn):
-    branches = eqn.params["branches"]
-    pruned = [dce_jaxpr(b.jaxpr, used_outputs) for b in branches]
-    used_ops = [any(col) for col in zip(*[u for _, u in pruned])]
-    if all(used_ops) and all(j is b.jaxpr for (j, _), b in zip(pruned, branches)):
-        return [True] + used_ops, eqn
-    new = tuple(ClosedJaxpr(prune_invars(j, used_ops), b.consts)
-                for (j, _), b in zip(pruned, branches))
-    return [True] + used_ops, eqn.replace(
-        invars=[eqn.invars[0]] + [v for v, u in zip(eqn.invars[1:], used_ops) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params=dict(eqn.params, branches=new))
-
-
-dce_rules[cond_p] = _cond_dce

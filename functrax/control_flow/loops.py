@@ -211,10 +211,9 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
 
 
 def _python_while_loop(cond_fun, body_fun, init_val):
-    from functrax.numpy import asarray
-    val = tree_map(asarray, init_val)
+    val = tree_map(core.as_array, init_val)
     while cond_fun(val):
-        val = tree_map(asarray, body_fun(val))
+        val = tree_map(core.as_array, body_fun(val))
     return val
 
 

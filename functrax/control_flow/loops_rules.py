@@ -1,23 +1,18 @@
-"""The ``while`` primitive's entry in every table: numpy backend, jvp, partial evaluation,
-transpose and vmap. Each rule transforms the cond/body jaxprs and binds ``while`` again.
+"""The ``while`` primitive's transformation rules: jvp, partial evaluation, transpose and
+vmap (numpy rule: ``functrax/lowering/numpy/control_flow.py``; dce rule:
+``functrax/passes/dce_control_flow.py``). Each rule transforms the cond/body jaxprs and binds
+``while`` again.
 
 Operands are ``*cond_consts, *body_consts, *carry``; the sub-jaxprs in params never have
-constvars (their consts are closure-converted into leading operands). The dce rule drops the
-carries that neither the condition nor a used output needs (a fixed point, as JAX's).
+constvars (their consts are closure-converted into leading operands).
 """
 from __future__ import annotations
-
-import weakref
 
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.control_flow.loops import while_p
 from functrax.core import ClosedJaxpr, Jaxpr, Var
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.lowering.triton.control_flow import body_executable as _compile_body
-from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
-from functrax.lowering.triton.control_flow import while_rule as triton_while_rule
-from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
+from functrax.passes.dce import dce_jaxpr
 from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_flat
 from functrax.transforms.batching import BatchTrace, BatchTracer, matchaxis, moveaxis, vmap_rules
@@ -39,29 +34,6 @@ def _bind(cconsts, bconsts, carry, cond, body):
 
 def _eval(closed: ClosedJaxpr, *args):
     return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-# --- numpy backend: a Python loop over the compiled cond and body, cached per jaxpr ---
-_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _executable(closed: ClosedJaxpr):
-    exe = _compiled.get(closed)
-    if exe is None:
-        exe = _compiled[closed] = _compile_body(closed)  # Triton if it calls a triton jit
-    return exe
-
-
-def _while_numpy(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond, body = _executable(cond_jaxpr), _executable(body_jaxpr)
-    cconsts, bconsts, carry = _split3(args, cond_nconsts, body_nconsts)
-    while cond(*cconsts, *carry)[0]:
-        carry = body(*bconsts, *carry)
-    return carry
-
-
-numpy_rules[while_p] = _while_numpy
-triton_step_rules[while_p] = triton_while_rule  # the Triton backend's host-driven step
 
 
 # --- jvp: tangents ride along as extra carries; the condition ignores them ---
@@ -293,31 +265,5 @@ def _while_vmap(axis, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 vmap_rules[while_p] = _while_vmap
 
 
-# --- dce: drop carries needed neither by the condition nor by a used output ---
 
 
-def _while_dce(used_outputs, eqn):
-    cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
-    cond, body = eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]
-    cond_j, cond_used = dce_jaxpr(cond.jaxpr)
-    used_carry = [a or b for a, b in zip(used_outputs, cond_used[cn:])]
-    for _ in range(len(used_carry) + 1):
-        body_j, body_used = dce_jaxpr(body.jaxpr, used_carry)
-        new = [a or b for a, b in zip(used_carry, body_used[bn:])]
-        if new == used_carry:
-            break
-        used_carry = new
-    used_cc, used_bc = cond_used[:cn], body_used[:bn]
-    used_in = used_cc + used_bc + used_carry
-    if all(used_in) and body_j is body.jaxpr and cond_j is cond.jaxpr:
-        return used_in, eqn
-    cond = ClosedJaxpr(prune_invars(cond_j, used_cc + used_carry), cond.consts)
-    body = ClosedJaxpr(prune_invars(body_j, used_bc + used_carry), body.consts)
-    params = dict(eqn.params, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=sum(used_cc),
-                  body_nconsts=sum(used_bc))
-    return used_in, eqn.replace(
-        invars=[v for v, u in zip(eqn.invars, used_in) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_carry) if u], params=params)
-
-
-dce_rules[while_p] = _while_dce

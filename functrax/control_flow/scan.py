@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import weakref
 
 import numpy as np
 
@@ -23,9 +22,7 @@ from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.core import ShapedArray, typematch
 from functrax.errors import ConcretizationTypeError
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.lowering.triton.control_flow import body_executable as _compile_body
-from functrax.primitives.control_flow import scan_p, split_at
+from functrax.primitives.control_flow import scan_p
 from functrax.core.tracing import DebugInfo, arg_names, fun_name, fun_source, trace_to_jaxpr
 from functrax.transforms.call_util import cached_trace, closure_convert
 from functrax.tree_util import (
@@ -344,35 +341,3 @@ def _equality_errors(path, t1, t2):
         return
     for k, a, b in zip(k1, c1, c2):
         yield from _equality_errors((*path, k), a, b)
-
-
-# --- abstract evaluation ---
-
-
-# --- numpy backend: a Python loop over the compiled body ---
-
-_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def body_executable(jaxpr):
-    """The compiled executable of a scan body (compiled once per jaxpr object)."""
-    exe = _compiled.get(jaxpr)
-    if exe is None:
-        exe = _compiled[jaxpr] = _compile_body(jaxpr)  # Triton if it calls a triton jit
-    return exe
-
-
-def _scan_numpy(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
-    exe = body_executable(jaxpr)
-    consts, carry, xs = split_at(args, num_consts, num_carry)
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = exe(*consts, *carry, *[x[i] for x in xs])
-        carry = outs[:num_carry]
-        for y, o in zip(ys, outs[num_carry:]):
-            y[i] = o
-    return list(carry) + ys
-
-
-numpy_rules[scan_p] = _scan_numpy
-

@@ -15,7 +15,9 @@ Each rule transforms the body jaxpr and binds ``scan`` again:
   in extra carries.
 - vmap: a fixed point decides which carries are batched (batch axis 0); batched xs have
   their batch axis moved to 1 (after the scanned axis), so batched ys come out at axis 1.
-- dce: unused ys and dead carries are dropped (a fixed point, as JAX's ``_scan_dce_rule``).
+
+Its numpy rule is in ``functrax/lowering/numpy/control_flow.py``, its dce rule (unused ys and
+dead carries dropped) in ``functrax/passes/dce_control_flow.py``.
 """
 from __future__ import annotations
 
@@ -23,10 +25,7 @@ from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.primitives.control_flow import scan_p, split_at
 from functrax.core import ClosedJaxpr, Jaxpr, Var
-from functrax.lowering.triton.control_flow import scan_rule as triton_scan_rule
-from functrax.lowering.triton.control_flow import step_rules as triton_step_rules
-from functrax.passes.dce import dce_jaxpr, dce_rules, prune_invars
-from functrax.passes.hoist_accumulators import hoist_rules, rewrite_scan
+from functrax.passes.dce import dce_jaxpr
 from functrax.passes.inline import inlinable
 from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
@@ -107,7 +106,6 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
 
 
 jvp_rules[scan_p] = _scan_jvp
-triton_step_rules[scan_p] = triton_scan_rule  # the Triton backend's host-driven step
 
 
 # --- partial evaluation ---
@@ -326,33 +324,5 @@ def _scan_vmap(axis, vals, dims, *, jaxpr, length, reverse, unroll, num_consts, 
 vmap_rules[scan_p] = _scan_vmap
 
 
-# --- dce ---
 
 
-def _scan_dce(used_outputs, eqn):
-    """Drop unused ys and the carries that neither a used output nor a live carry needs.
-
-    A carry stays when its final value is used or when the body reads it to compute a
-    kept output; the kept set grows to a fixed point (as JAX's ``_scan_dce_rule``).
-    """
-    closed, nc, ncar = eqn.params["jaxpr"], eqn.params["num_consts"], eqn.params["num_carry"]
-    used_carry, used_ys = list(used_outputs[:ncar]), list(used_outputs[ncar:])
-    for _ in range(ncar + 1):
-        body, used_in = dce_jaxpr(closed.jaxpr, used_carry + used_ys)
-        new = [a or b for a, b in zip(used_carry, used_in[nc:nc + ncar])]
-        if new == used_carry:
-            break
-        used_carry = new
-    used_c, _, used_x = split_at(used_in, nc, ncar)
-    used_in = used_c + used_carry + used_x
-    if all(used_in) and all(used_outputs) and body is closed.jaxpr:
-        return used_in, eqn
-    body = ClosedJaxpr(prune_invars(body, used_in), closed.consts)
-    params = dict(eqn.params, jaxpr=body, num_consts=sum(used_c), num_carry=sum(used_carry))
-    return used_in, eqn.replace(
-        invars=[v for v, u in zip(eqn.invars, used_in) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_carry + used_ys) if u], params=params)
-
-
-dce_rules[scan_p] = _scan_dce
-hoist_rules[scan_p] = rewrite_scan

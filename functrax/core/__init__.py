@@ -22,7 +22,7 @@ from functrax.core.jaxpr import (  # noqa: F401
 from functrax.core.device import Device  # noqa: F401
 from functrax.core.array import Array, to_numpy_value  # noqa: F401
 from functrax.core.trace import (  # noqa: F401
-    EVAL_TRACE, AxisFrame, EvalTrace, Trace, TraceState, Tracer, abstract_eval,
+    EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
     abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,
     is_arraylike, new_trace, register_eager_rules, set_current_trace,
 )

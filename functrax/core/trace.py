@@ -196,6 +196,17 @@ class Tracer:
         return f"Traced<{self.aval.str_short(short_dtypes=False)}>with<{self._trace.describe()}>"
 
 
+def as_array(x):
+    """``x`` as an array: Arrays and tracers as they are, numpy values and Python scalars as
+    an ``Array`` (Python numbers weakly typed, as ``functrax.numpy.asarray`` makes them)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if type(x) in (bool, int, float, complex):
+        aval = get_aval(x)
+        return Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+    return Array(np.asarray(x))
+
+
 def is_arraylike(x) -> bool:
     return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in (
         bool, int, float, complex)

@@ -181,6 +181,15 @@ def cost_analysis(closed) -> dict:
             "bytes accessed": float(totals[2])}
 
 
+# --- control flow: a cond costs its most expensive branch (as XLA's cost analysis) ---
+
+def _cond_cost(eqn):
+    costs = [cost_analysis(b) for b in eqn.params["branches"]]
+    return max(c["flops"] for c in costs), max(c["transcendentals"] for c in costs)
+
+
+cost_rules[P.cond_p] = _cond_cost
+
 
 # --- fused programs: one kernel per fusion group ---
 

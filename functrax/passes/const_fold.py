@@ -1,9 +1,9 @@
 """Constant folding: evaluate at compile time the equations whose inputs are all known.
 
 An input is known when it is a literal or a constvar of the ClosedJaxpr whose value is a
-concrete array (not a tracer). Such an equation runs once, now, with the numpy backend's
-rule (exactly the function the executor would call at run time, so results are identical),
-and its outputs become literals (rank-0) or new consts (arrays).
+concrete array (not a tracer). Such an equation runs once, now, with the eager (numpy
+backend's) rule (exactly the function the executor would call at run time, so results are
+identical), and its outputs become literals (rank-0) or new consts (arrays).
 
 Folding trades run time for memory held by the compiled program, so an output array is
 folded only when it is small (``SMALL_ELEMENTS``) or not much bigger than the inputs it
@@ -21,7 +21,6 @@ import numpy as np
 from functrax import core
 from functrax import primitives as P
 from functrax.core import Array, ClosedJaxpr, Jaxpr, Literal
-from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.dce import effectful
 from functrax.primitives import collectives as _collectives
 
@@ -30,7 +29,8 @@ SMALL_ELEMENTS = 1024
 GROWTH = 2
 
 # copy, and every collective (their values depend on the named-axis environment)
-no_fold: set = {P.copy_p} | {getattr(_collectives, n) for n in _collectives.__all__}
+no_fold: set = {P.copy_p} | {getattr(_collectives, n) for n in _collectives.__all__
+                             if n.endswith("_p")}
 
 _LITERAL_KINDS = "biufc"  # dtypes the tracer itself turns into literals
 
@@ -88,19 +88,13 @@ def _live_vars(j: Jaxpr) -> set:
     return live
 
 
-def _axis_primitives():
-    """Primitives vmap treats as collectives (registered by the transforms, if loaded)."""
-    from functrax.transforms import batching
-    return batching.axis_primitives
-
-
 def _try_fold(eqn, known):
     """The output values of ``eqn`` if it can and should be folded, else None."""
     prim = eqn.primitive
-    if prim in no_fold or prim in effectful or prim in _axis_primitives() or any(
+    if prim in no_fold or prim in effectful or any(
             core.sub_jaxprs(eqn.params)):
         return None
-    rule = numpy_rules.get(prim)
+    rule = core.eager_rule(prim)
     if rule is None:
         return None
     args = []

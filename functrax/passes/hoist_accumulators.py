@@ -20,12 +20,12 @@ from collections import Counter
 
 from functrax import dtypes
 from functrax import primitives as P
+from functrax.primitives.control_flow import scan_p
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from functrax.passes.dce import dce_jaxpr
 
 
-# primitive -> rewrite(eqn) -> replacement equations or None (registered by the primitive's
-# rule module: scan_rules registers ``rewrite_scan``)
+# primitive -> rewrite(eqn) -> replacement equations or None (``scan``: ``rewrite_scan``)
 hoist_rules: dict = {}
 
 
@@ -151,3 +151,6 @@ def rewrite_scan(eqn):
         args = [init if v is a else vals[-1] for v in add.invars]
         out.append(JaxprEqn(args, [eqn.outvars[i]], add.primitive, add.params))
     return out
+
+
+hoist_rules[scan_p] = rewrite_scan

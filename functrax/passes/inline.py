@@ -1,14 +1,17 @@
 """Inlining of call-like primitives (nested jit, custom_jvp_call, remat2, ...).
 
-Modules defining such primitives register them in ``inlinable``: primitive -> the name of
-the param holding its (closed) jaxpr. Execution does not need the call boundaries: custom
-derivative rules and rematerialization only matter to transformations, which run before.
+``inlinable`` maps each such primitive to the name of the param holding its (closed) jaxpr.
+Execution does not need the call boundaries: custom derivative rules and rematerialization
+only matter to transformations, which run before.
 """
 from __future__ import annotations
 
 from functrax.core import ClosedJaxpr, Jaxpr, Literal, Var
+from functrax.primitives.calls import custom_jvp_call_p, custom_vjp_call_p, jit_p, remat_p
 
-inlinable: dict = {}
+# primitive -> the param holding its (closed) jaxpr
+inlinable: dict = {jit_p: "jaxpr", remat_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
+                   custom_vjp_call_p: "call_jaxpr"}
 
 
 def inline_closed(closed: ClosedJaxpr) -> ClosedJaxpr:

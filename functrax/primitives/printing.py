@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from functrax import pretty_printer as pp
-from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.core.jaxpr import PPContext, pp_jaxpr_doc, pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.primitives.calls import custom_jvp_call_p, custom_vjp_call_p, jit_p
 from functrax.primitives.contraction import dot_general_p
 from functrax.primitives.shape import broadcast_in_dim_p
 
@@ -32,3 +33,22 @@ def _dot_general_pp(eqn, ctx):
 
 pp_param_rules[broadcast_in_dim_p] = _broadcast_in_dim_pp
 pp_param_rules[dot_general_p] = _dot_general_pp
+
+
+# jit: JAX prints the inner jaxpr with its own variable names
+def _jit_pp(eqn, ctx):
+    inner = pp_jaxpr_doc(eqn.params["jaxpr"].jaxpr, PPContext())
+    items = [pp.text(f"name={eqn.params['name']}"), pp.text("jaxpr=") + inner]
+    if eqn.params.get("backend"):
+        items.insert(1, pp.text(f"backend={eqn.params['backend']}"))
+    return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), items)]))
+                    + pp.brk("") + pp.text("]"))
+
+
+def _pp_hide_num_consts(eqn, ctx):
+    params = {k: v for k, v in eqn.params.items() if not (k == "num_consts" and v == 0)}
+    return pp_kv_pairs(sorted_params(params), ctx)
+
+
+pp_param_rules.update({jit_p: _jit_pp, custom_jvp_call_p: _pp_hide_num_consts,
+                       custom_vjp_call_p: _pp_hide_num_consts})

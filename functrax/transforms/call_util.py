@@ -47,14 +47,6 @@ def eval_closed(closed: ClosedJaxpr, *args):
     return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
-def eager_call_rule(param: str):
-    """numpy-backend rule for a call-like primitive: evaluate its ``param`` jaxpr."""
-    def rule(*args, **params):
-        outs = eval_closed(params[param], *args)
-        return [o._value if type(o) is core.Array else o for o in outs]
-    return rule
-
-
 # --- memoized traces of user functions (as JAX's _initial_style_jaxpr cache) ---
 
 # results kept per combination of functions (the oldest is dropped beyond this)

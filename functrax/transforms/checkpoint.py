@@ -12,18 +12,14 @@ import functools
 
 from functrax import core
 from functrax.core import ClosedJaxpr
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.passes.inline import inlinable
 from functrax.primitives.calls import remat_p
 from functrax.transforms.ad import jvp_jaxpr
-from functrax.transforms.call_util import eager_call_rule, eval_closed, trace_subjaxpr
+from functrax.transforms.call_util import eval_closed, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
 from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_jaxpr
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
 from functrax.tree_util import tree_unflatten
 
-numpy_rules[remat_p] = eager_call_rule("jaxpr")
-inlinable[remat_p] = "jaxpr"
 
 
 class checkpoint_policies:

@@ -12,39 +12,13 @@ import inspect
 
 from functrax import core
 from functrax import primitives as P
-from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.passes.inline import inlinable
 from functrax.primitives.calls import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from functrax.core.tracing import fun_name
-from functrax.transforms.call_util import eager_call_rule, trace_subjaxpr
+from functrax.transforms.call_util import trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.transpose import is_undefined, transpose_rules
 from functrax.tree_util import tree_flatten, tree_unflatten
 
-
-
-numpy_rules[custom_jvp_call_p] = eager_call_rule("call_jaxpr")
-inlinable[custom_jvp_call_p] = "call_jaxpr"
-inlinable[custom_vjp_call_p] = "call_jaxpr"
-numpy_rules[custom_vjp_call_p] = eager_call_rule("call_jaxpr")
-
-
-def _custom_lin_eval(*args, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function. Use "
-                    "reverse mode (grad, vjp) or define the function with custom_jvp instead.")
-
-
-numpy_rules[custom_lin_p] = _custom_lin_eval
-
-
-def _pp_hide_num_consts(eqn, ctx):
-    params = {k: v for k, v in eqn.params.items() if not (k == "num_consts" and v == 0)}
-    return pp_kv_pairs(sorted_params(params), ctx)
-
-
-pp_param_rules[custom_jvp_call_p] = _pp_hide_num_consts
-pp_param_rules[custom_vjp_call_p] = _pp_hide_num_consts
 
 
 def _resolve_args(fun, args, kwargs):

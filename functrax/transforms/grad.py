@@ -298,11 +298,17 @@ def _std_basis(pytree):
     (so mapping over axis 0 gives one unit tangent/cotangent per element), cast to the
     leaf's dtype.
     """
-    from functrax import numpy as fnp
     leaves, _ = tree_flatten(pytree)
     n = sum(core.get_aval(x).size for x in leaves)
     dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
-    return _assemble(pytree, 1, None, fnp.eye(n, dtype=dtype))
+    return _assemble(pytree, 1, None, _eye(n, dtype))
+
+
+def _eye(n: int, dtype):
+    """The ``n x n`` identity of ``dtype``, built as ``functrax.numpy.eye`` builds it."""
+    i32 = dtypes.canonicalize_dtype(np.int32)
+    rows = P.add(P.broadcasted_iota(i32, (n, n), 0), np.asarray(0, i32)[()])
+    return P.convert_element_type(P.eq(rows, P.broadcasted_iota(i32, (n, n), 1)), dtype)
 
 
 def _assemble(pytree, axis, example, arr):

@@ -19,7 +19,7 @@ from functrax.config import config
 from functrax.primitives.calls import jit_p
 from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
-from functrax.lowering.numpy.executor import compile_jaxpr
+from functrax.lowering import backends
 from functrax.passes.pipeline import optimize
 from functrax.core.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -30,9 +30,6 @@ _LEAF = tree_flatten(0)[1]
 config.define("jit_recompile_warn_threshold", 8,
               "Warn (once per function) when a jitted function compiles more than this often.")
 config.define("disable_jit", False, "Run jitted functions eagerly (for debugging).")
-
-
-_BACKENDS = (None, "cpu", "numpy", "triton")
 
 
 class RecompileWarning(UserWarning):
@@ -89,10 +86,7 @@ class _Entry:
     def _compile(self, backend, donated):
         if self.optimized is None:
             self.optimized = optimize(self.closed)
-        compile_fn = compile_jaxpr
-        if backend == "triton":  # on a GPU: a GpuProgram; else the interpreter's program
-            from functrax.lowering.triton.gpu_program import compile_for_placement as compile_fn
-        return compile_fn(self.optimized, donated=donated)
+        return backends.get_backend(backend).compile(self.optimized, donated=donated)
 
 
 def _leaf_aval(x):
@@ -552,9 +546,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         if not gpu_count():
             raise unknown_backend_error(backend or "gpu")
         backend = "triton"  # a CUDA GPU runs the Triton backend
-    if backend not in _BACKENDS:
-        raise RuntimeError(f"Unknown backend {backend!r} for jit. Available backends: "
-                           f"{sorted(b for b in _BACKENDS if b)} (None: the default, numpy).")
+    backends.get_backend(backend)  # raises for an unknown name, listing the available ones
     if not callable(fun):
         raise TypeError(f"jit: expected a function as its first argument, got {fun!r} of type "
                         f"{type(fun).__name__}")

@@ -1,72 +1,31 @@
-"""The ``jit`` call primitive's entry in every table: numpy backend, printing, inlining, jvp,
-partial evaluation, transposition and vmap. Each transforms the inner jaxpr and binds
-``jit`` again, so ``grad(jit(f))``, ``jit(grad(f))``, ``vmap(jit(f))``, ... all stay jitted.
+"""The ``jit`` call primitive's transformation rules: jvp, partial evaluation, transposition
+and vmap. Each transforms the inner jaxpr and binds ``jit`` again, so ``grad(jit(f))``,
+``jit(grad(f))``, ``vmap(jit(f))``, ... all stay jitted.
 
 A jit with a backend (``jit(f, backend="triton")``) carries it as the ``backend`` param (absent
 for the default backend, so such jaxprs print as JAX prints them); every rule binds the
-transformed jit with the same backend, and the numpy rule runs a ``backend="triton"`` jit
-through the Triton backend (``compile_triton``), so ``vmap(jit(f, backend="triton"))`` and
-``grad(jit(f, backend="triton"))`` run fused kernels too."""
+transformed jit with the same backend, and its numpy rule (``functrax/lowering/numpy/calls.py``)
+runs it on that backend, so ``vmap(jit(f, backend="triton"))`` and
+``grad(jit(f, backend="triton"))`` run fused kernels too. Its printing rule is in
+``functrax/primitives/printing.py``, its inlining in ``functrax/passes/inline.py``."""
 from __future__ import annotations
 
 import weakref
 
 from functrax import core
-from functrax import pretty_printer as pp
 from functrax.core import ClosedJaxpr, Jaxpr
-from functrax.core.jaxpr import PPContext, pp_jaxpr_doc
-from functrax.lowering.numpy.executor import compile_jaxpr
-from functrax.lowering.numpy.rules import numpy_rules
-from functrax.core.jaxpr import pp_param_rules
-from functrax.passes.inline import inlinable
-from functrax.passes.pipeline import optimize
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.batching import batch_jaxpr, vmap_rules
 from functrax.transforms.call_util import trace_subjaxpr
-from functrax.transforms.jit import jit_p
+from functrax.primitives.calls import jit_p
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
 from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
-
-inlinable[jit_p] = "jaxpr"
-
-# --- numpy backend: compile the inner jaxpr once per (jaxpr object, backend) ---
-_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_compiled_triton: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _bk(backend) -> dict:
     """The ``backend`` param to bind (none for the default backend, as JAX's jit params)."""
     return {"backend": backend} if backend else {}
-
-
-def _jit_numpy(*args, jaxpr, name, backend=None):
-    if backend == "triton":
-        exe = _compiled_triton.get(jaxpr)
-        if exe is None:
-            from functrax.lowering.triton.backend import compile_triton
-            exe = _compiled_triton[jaxpr] = compile_triton(optimize(jaxpr))
-        return exe.run(*args)
-    exe = _compiled.get(jaxpr)
-    if exe is None:
-        exe = _compiled[jaxpr] = compile_jaxpr(optimize(jaxpr))
-    return exe(*args)
-
-
-numpy_rules[jit_p] = _jit_numpy
-
-
-# --- printing: JAX prints the inner jaxpr with its own variable names ---
-def _jit_pp(eqn, ctx):
-    inner = pp_jaxpr_doc(eqn.params["jaxpr"].jaxpr, PPContext())
-    items = [pp.text(f"name={eqn.params['name']}"), pp.text("jaxpr=") + inner]
-    if eqn.params.get("backend"):
-        items.insert(1, pp.text(f"backend={eqn.params['backend']}"))
-    return pp.group(pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), items)]))
-                    + pp.brk("") + pp.text("]"))
-
-
-pp_param_rules[jit_p] = _jit_pp
 
 
 def _consts_to_invars(j: Jaxpr) -> ClosedJaxpr:

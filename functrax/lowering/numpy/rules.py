@@ -433,7 +433,3 @@ numpy_rules.update({
     P.erf_inv_p: lambda x: _special.erf_inv(x), P.lgamma_p: lambda x: _special.lgamma(x),
     P.digamma_p: lambda x: _special.digamma(x),
 })
-
-from functrax.lowering.numpy import gather_scatter as numpy_gather_scatter  # noqa: F401,E402
-from functrax.lowering.numpy import prng as numpy_prng  # noqa: F401,E402
-from functrax.lowering.numpy import linalg as numpy_linalg  # noqa: F401,E402

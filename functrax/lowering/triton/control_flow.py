@@ -3,7 +3,7 @@ bodies run as compiled Triton programs.
 
 An OPAQUE group holding a control-flow equation becomes a :class:`ControlFlowStep` instead
 of a numpy fallback when its primitive has a rule in :data:`step_rules` (primitive ->
-``rule(eqn, compile_body) -> runner``). ``compile_body(closed)`` is ``compile_triton`` of
+``rule(eqn, compile_body) -> runner``: the runner classes below). ``compile_body(closed)`` is ``compile_triton`` of
 the optimized sub-jaxpr with the outer program's kernel config and cache, memoized per
 jaxpr object (:func:`body_program`), so each body / branch / predicate is one
 ``TritonProgram`` (its own fused kernels, nested control flow included). The runners:
@@ -17,10 +17,8 @@ jaxpr object (:func:`body_program`), so each body / branch / predicate is one
   and write its ``ys`` into the stacked outputs at row ``i`` (numpy assignment; the
   ``row_put`` kernel on a GPU).
 
-The rules are registered by the modules owning the primitives (``functrax.control_flow``'s
-``cond_rules``, ``loops_rules``, ``scan_rules``), exactly as their numpy rules are: lowering
-never imports ``functrax.control_flow`` (which imports the transforms), and keying the table
-by the primitive object (not its name) keeps a renamed primitive from silently missing.
+The table is keyed by the primitive objects (``functrax/primitives/control_flow.py``), so a
+renamed primitive cannot silently miss its rule.
 
 Where the buffers live is decided per run, as the kernels decide it: when kernels run on a
 GPU (``runtime.gpu_active()``) the operands are ``GpuBuffer`` s, carries stay on the device
@@ -28,9 +26,6 @@ between iterations (the body programs run wrapped in ``gpu_program.GpuProgram``)
 the predicate / index scalar is read back; otherwise everything is a numpy array run by
 Triton's interpreter.
 
-:func:`body_executable` serves the numpy backend's control-flow rules: a body calling a
-``jit(..., backend="triton")`` (which ``optimize`` would inline away) is compiled for the
-Triton backend, so the nested jit keeps its backend.
 """
 from __future__ import annotations
 
@@ -39,13 +34,11 @@ import weakref
 
 import numpy as np
 
-from functrax.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
+from functrax.core import ClosedJaxpr, Literal, ShapedArray
+from functrax.primitives.control_flow import cond_p, scan_p, while_p
 
-__all__ = ["step_rules", "ControlFlowStep", "body_program", "body_executable", "calls_triton",
-           "cond_rule", "while_rule", "scan_rule", "control_flow_step"]
-
-# primitive -> rule(eqn, compile_body) -> a runner (CondRunner, WhileRunner, ScanRunner)
-step_rules: dict = {}
+__all__ = ["step_rules", "ControlFlowStep", "body_program", "CondRunner", "WhileRunner",
+           "ScanRunner", "control_flow_step"]
 
 
 # --- compiling sub-jaxprs, memoized per jaxpr object ---
@@ -65,35 +58,6 @@ def body_program(closed: ClosedJaxpr, kernel_config=None, cache=None):
         prog = per[key] = compile_triton(optimize(closed), kernel_config=kernel_config,
                                          cache=cache)
     return prog
-
-
-def sub_jaxprs(params):
-    for p in params.values():
-        for q in (p if isinstance(p, (tuple, list)) else (p,)):
-            if isinstance(q, ClosedJaxpr):
-                yield q.jaxpr
-            elif isinstance(q, Jaxpr):
-                yield q
-
-
-def calls_triton(jaxpr) -> bool:
-    """True when ``jaxpr`` (a Jaxpr or ClosedJaxpr) calls a ``jit(..., backend="triton")``,
-    directly or inside a sub-jaxpr (a scan body, a cond branch, a nested jit)."""
-    j = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
-    return any(e.params.get("backend") == "triton" or any(map(calls_triton,
-                                                              sub_jaxprs(e.params)))
-               for e in j.eqns)
-
-
-def body_executable(closed: ClosedJaxpr):
-    """The executable a numpy control-flow rule runs a body with (``exe(*arrays) -> list``):
-    the Triton program when the body calls a ``jit(..., backend="triton")``, else the numpy
-    executor of the optimized body. The callers memoize it per jaxpr object."""
-    if calls_triton(closed):
-        return body_program(closed)
-    from functrax.lowering.numpy.executor import compile_jaxpr
-    from functrax.passes.pipeline import optimize
-    return compile_jaxpr(optimize(closed))
 
 
 # --- where buffers live: the host (interpreter) or a GPU ---
@@ -319,19 +283,8 @@ class ScanRunner:
         return [("body", self.body)]
 
 
-def cond_rule(eqn, compile_body):
-    """The step rule of ``cond`` (registered by ``functrax.control_flow.cond_rules``)."""
-    return CondRunner(eqn, compile_body)
-
-
-def while_rule(eqn, compile_body):
-    """The step rule of ``while`` (registered by ``functrax.control_flow.loops_rules``)."""
-    return WhileRunner(eqn, compile_body)
-
-
-def scan_rule(eqn, compile_body):
-    """The step rule of ``scan`` (registered by ``functrax.control_flow.scan_rules``)."""
-    return ScanRunner(eqn, compile_body)
+# primitive -> rule(eqn, compile_body) -> a runner (``runner(place, *operands)``)
+step_rules: dict = {cond_p: CondRunner, while_p: WhileRunner, scan_p: ScanRunner}
 
 
 # --- the step ---

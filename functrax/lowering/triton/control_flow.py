@@ -3,9 +3,9 @@ bodies run as compiled Triton programs.
 
 An OPAQUE group holding a control-flow equation becomes a :class:`ControlFlowStep` instead
 of a numpy fallback when its primitive has a rule in :data:`step_rules` (primitive ->
-``rule(eqn, compile_body) -> runner``: the runner classes below). ``compile_body(closed)`` is ``compile_triton`` of
-the optimized sub-jaxpr with the outer program's kernel config and cache, memoized per
-jaxpr object (:func:`body_program`), so each body / branch / predicate is one
+``rule(eqn, compile_body) -> runner``: the runner classes below). ``compile_body(closed)``
+is ``compile_triton`` of the optimized sub-jaxpr with the outer program's kernel config and
+cache, memoized per jaxpr object (:func:`body_program`), so each body / branch / predicate is one
 ``TritonProgram`` (its own fused kernels, nested control flow included). The runners:
 
 - ``cond`` (``switch``): read the index scalar (one device-to-host read), clamp it as

@@ -115,13 +115,15 @@ def check_plan(closed, *args, config=None):
 # --- the tables ---
 
 
-def test_every_primitive_is_in_exactly_one_table():
-    tables = [fusion.ELEMENTWISE, fusion.VIEWS, fusion.REDUCTIONS, fusion.CONTRACTIONS,
-              set(fusion.UNFUSIBLE)]
-    for name in primitive_registry:
-        homes = [t for t in tables if name in t]
-        assert len(homes) == 1, f"primitive '{name}' is in {len(homes)} fusion tables"
-    assert all(isinstance(r, str) and r for r in fusion.UNFUSIBLE.values())
+def test_every_primitive_family_has_exactly_one_fusion_treatment():
+    for name, prim in primitive_registry.items():
+        homes = [prim.family in fusion.FAMILY_CATEGORIES, prim.family in fusion.UNFUSIBLE_FAMILIES]
+        assert sum(homes) == 1, f"primitive '{name}' (family {prim.family}) has {sum(homes)}"
+        category, reason = fusion.fusion_category(prim)
+        assert (category == "opaque") == (reason is not None), name
+    reasons = list(fusion.UNFUSIBLE_FAMILIES.values()) + list(fusion.UNFUSIBLE_PRIMITIVES.values())
+    assert all(isinstance(r, str) and r for r in reasons)
+    assert all(fusion.fusion_category(p)[0] != "opaque" for p in fusion.CONDITIONAL)
 
 
 def test_unknown_primitive_is_opaque_with_a_reason():
@@ -359,10 +361,11 @@ def test_unfusible_ops_are_opaque_and_listed():
     opaque = [g.eqns[0].primitive.name for g in plan.groups if g.kind is GroupKind.OPAQUE]
     for name in ["sort", "cumsum", "cond", "threefry2x32"]:
         assert name in opaque, name
-        assert name in fusion.UNFUSIBLE
+        assert fusion.fusion_category(primitive_registry[name])[0] == "opaque"
     # gather and a traced dynamic_slice are data-dependent views (loads at computed indices)
     for name in ["gather", "dynamic_slice"]:
-        assert name not in opaque and name in fusion.VIEWS, name
+        assert name not in opaque, name
+        assert fusion.fusion_category(primitive_registry[name])[0] == "view", name
         (g,) = [g for g in plan.groups if name in [e.primitive.name for e in g.eqns]]
         assert g.kind is GroupKind.ELEMENTWISE
     # pad with interior padding is index arithmetic (a view written out for dynamic_slice)

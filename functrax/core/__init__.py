@@ -26,5 +26,5 @@ from functrax.core.trace import (  # noqa: F401
     abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,
     is_arraylike, new_trace, register_eager_rules, set_current_trace,
 )
-from functrax.core.primitive import Primitive  # noqa: F401
+from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401

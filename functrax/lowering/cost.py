@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from functrax import primitives as P
-from functrax.core import ClosedJaxpr, Jaxpr, Literal
+from functrax.core import ClosedJaxpr, Family, Jaxpr, Literal
 from functrax.passes.inline import inlinable
 
 __all__ = ["cost_analysis", "cost_rules", "default_cost", "eqn_cost", "group_cost",
@@ -77,29 +77,15 @@ def _reduction(eqn):
     return _in_size(eqn), 0
 
 
-def _register(names, rule):
-    for name in names:
-        prim = P.primitive_registry.get(name)
-        if prim is not None:
-            cost_rules[prim] = rule
-
-
-_register(["abs", "neg", "sign", "floor", "ceil", "round", "is_finite", "square", "not",
-           "real", "imag", "conj", "add", "sub", "mul", "div", "rem", "max", "min",
-           "nextafter", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
-           "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "select_n", "clamp",
-           "convert_element_type"], _elementwise)
-_register(["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
-           "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-           "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "pow", "atan2"],
-          _transcendental)
-_register(["broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "rev",
-           "concatenate", "pad", "slice", "iota", "dynamic_slice", "dynamic_update_slice",
-           "gather", "scatter", "copy", "stop_gradient", "axis_index", "all_gather",
-           "ppermute", "all_to_all"], _free)
-_register(["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
-           "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax",
-           "cummin", "psum", "pmax", "pmin", "reduce_scatter"], _reduction)
+# what each family costs; the primitives below that differ from their family override it
+_FAMILY_COSTS = {
+    Family.ELEMENTWISE: _elementwise, Family.TRANSCENDENTAL: _transcendental,
+    Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free,
+    Family.REDUCTION: _reduction, Family.CUMULATIVE: _reduction, Family.COLLECTIVE: _reduction,
+}
+for _prim in P.primitive_registry.values():
+    if _prim.family in _FAMILY_COSTS:
+        cost_rules[_prim] = _FAMILY_COSTS[_prim.family]
 
 
 def _dot_general_cost(eqn):
@@ -131,13 +117,15 @@ def _sort_cost(eqn):
     return _in_size(eqn) * max(math.ceil(math.log2(max(n, 1))), 1), 0
 
 
-for _name, _rule in [("dot_general", _dot_general_cost), ("integer_pow", _integer_pow_cost),
-                     ("scatter-add", _scatter_combine_cost),
-                     ("scatter-mul", _scatter_combine_cost),
-                     ("scatter-min", _scatter_combine_cost),
-                     ("scatter-max", _scatter_combine_cost),
-                     ("cumlogsumexp", _cumlogsumexp_cost), ("sort", _sort_cost)]:
-    _register([_name], _rule)
+cost_rules.update({
+    P.dot_general_p: _dot_general_cost, P.integer_pow_p: _integer_pow_cost,
+    P.scatter_add_p: _scatter_combine_cost, P.scatter_mul_p: _scatter_combine_cost,
+    P.scatter_min_p: _scatter_combine_cost, P.scatter_max_p: _scatter_combine_cost,
+    P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost,
+    # identities and data movement: no arithmetic
+    P.copy_p: _free, P.stop_gradient_p: _free, P.axis_index_p: _free, P.all_gather_p: _free,
+    P.ppermute_p: _free, P.all_to_all_p: _free,
+})
 
 
 # --- the analysis ---

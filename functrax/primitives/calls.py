@@ -7,14 +7,14 @@ abstract evaluation lives here; the transforms that bind them are in
 from __future__ import annotations
 
 from functrax.core import ShapedArray
-from functrax.primitives.define import new_primitive
+from functrax.primitives.define import Family, new_primitive
 
-jit_p = new_primitive("jit", multiple_results=True)
-custom_jvp_call_p = new_primitive("custom_jvp_call", multiple_results=True)
-custom_vjp_call_p = new_primitive("custom_vjp_call", multiple_results=True)
-custom_lin_p = new_primitive("custom_lin", multiple_results=True)
-remat_p = new_primitive("remat2", multiple_results=True)
-xla_pmap_p = new_primitive("xla_pmap", multiple_results=True)
+jit_p = new_primitive("jit", multiple_results=True, family=Family.CALL)
+custom_jvp_call_p = new_primitive("custom_jvp_call", multiple_results=True, family=Family.CALL)
+custom_vjp_call_p = new_primitive("custom_vjp_call", multiple_results=True, family=Family.CALL)
+custom_lin_p = new_primitive("custom_lin", multiple_results=True, family=Family.CALL)
+remat_p = new_primitive("remat2", multiple_results=True, family=Family.CALL)
+xla_pmap_p = new_primitive("xla_pmap", multiple_results=True, family=Family.CALL)
 
 # --- jit ---
 

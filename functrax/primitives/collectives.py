@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from functrax import core
-from functrax.primitives.define import NUMBER, ShapedArray, check_dtype, new_primitive, np
+from functrax.primitives.define import (
+    NUMBER, Family, ShapedArray, check_dtype, new_primitive, np,
+)
 from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
 from functrax import dtypes
 import operator
@@ -52,7 +54,7 @@ def _check_dim(prim: str, name: str, dim, ndim: int):
 
 
 def _allreduce(name, accepted):
-    p = new_primitive(name, multiple_results=True)
+    p = new_primitive(name, multiple_results=True, family=Family.COLLECTIVE)
 
     def abstract_eval(*args, axes, axis_index_groups):
         _check_groups(name, axis_index_groups)
@@ -87,7 +89,7 @@ def _check_size(prim, axis_name, size):
                          f"named axis {axis_name}")
 
 
-all_gather_p = new_primitive("all_gather")
+all_gather_p = new_primitive("all_gather", family=Family.COLLECTIVE)
 
 
 @all_gather_p.def_abstract_eval
@@ -105,7 +107,7 @@ def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_group
     return x.update(shape=tuple(shape))
 
 
-reduce_scatter_p = new_primitive("reduce_scatter")
+reduce_scatter_p = new_primitive("reduce_scatter", family=Family.COLLECTIVE)
 
 
 @reduce_scatter_p.def_abstract_eval
@@ -134,7 +136,7 @@ def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_grou
 # --- axis_index / ppermute / all_to_all ---
 
 
-axis_index_p = new_primitive("axis_index")
+axis_index_p = new_primitive("axis_index", family=Family.COLLECTIVE)
 
 
 @axis_index_p.def_abstract_eval
@@ -143,7 +145,7 @@ def _axis_index_abstract(*, axis_name):
     return ShapedArray((), np.int32)
 
 
-ppermute_p = new_primitive("ppermute")
+ppermute_p = new_primitive("ppermute", family=Family.COLLECTIVE)
 
 
 def check_perm(perm, size: int, axis_name) -> None:
@@ -168,7 +170,7 @@ def _ppermute_abstract(x, *, axis_name, perm):
     return x
 
 
-all_to_all_p = new_primitive("all_to_all")
+all_to_all_p = new_primitive("all_to_all", family=Family.COLLECTIVE)
 
 
 @all_to_all_p.def_abstract_eval

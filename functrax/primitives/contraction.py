@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from functrax.primitives.define import (
-    NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
+    Family, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
 from functrax import core
 from functrax import dtypes
 
-dot_general_p = new_primitive("dot_general")
+dot_general_p = new_primitive("dot_general", family=Family.CONTRACTION)
 
 
 def dot_general_shape(lhs_shape, rhs_shape, dimension_numbers):

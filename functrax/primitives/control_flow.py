@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from functrax.core import typematch
-from functrax.primitives.define import new_primitive
+from functrax.primitives.define import Family, new_primitive
 
-cond_p = new_primitive("cond", multiple_results=True)
-while_p = new_primitive("while", multiple_results=True)
-scan_p = new_primitive("scan", multiple_results=True)
+cond_p = new_primitive("cond", multiple_results=True, family=Family.CONTROL_FLOW)
+while_p = new_primitive("while", multiple_results=True, family=Family.CONTROL_FLOW)
+scan_p = new_primitive("scan", multiple_results=True, family=Family.CONTROL_FLOW)
 
 
 def avals_str(avals) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import dtypes
-from functrax.core import Primitive, ShapedArray
+from functrax.core import Family, Primitive, ShapedArray
 
-__all__ = ["Primitive", "ShapedArray", "np", "dtypes", "check_axes", "check_dtype",
+__all__ = ["Family", "Primitive", "ShapedArray", "np", "dtypes", "check_axes", "check_dtype",
            "FLOATING", "INEXACT", "INTEGRAL", "ANY", "BOOL_OR_INT", "NUMBER", "primitive_registry"]
 
 primitive_registry: dict = {}
@@ -26,10 +26,13 @@ _KIND_TEST = {
 }
 
 
-def new_primitive(name: str, multiple_results: bool = False) -> Primitive:
+def new_primitive(name: str, multiple_results: bool = False, *, family: Family) -> Primitive:
+    """A new primitive of ``family``, entered in ``primitive_registry``."""
     if name in primitive_registry:
         raise ValueError(f"primitive {name!r} is defined twice")
-    p = Primitive(name, multiple_results)
+    if not isinstance(family, Family):
+        raise TypeError(f"new_primitive({name!r}): family must be a Family, got {family!r}")
+    p = Primitive(name, multiple_results, family)
     primitive_registry[name] = p
     return p
 

@@ -7,8 +7,8 @@ typed only when every operand is.
 from __future__ import annotations
 
 from functrax.primitives.define import (
-    ANY, BOOL_OR_INT, FLOATING, INEXACT, INTEGRAL, NUMBER, ShapedArray, check_dtype, dtypes,
-    new_primitive, np, shape_str,
+    ANY, BOOL_OR_INT, FLOATING, INEXACT, INTEGRAL, NUMBER, Family, ShapedArray, check_dtype,
+    dtypes, new_primitive, np, shape_str,
 )
 from functrax.core import Array
 from functrax import core
@@ -31,9 +31,10 @@ def _same_dtype(name, avals):
     return avals[0].dtype
 
 
-def unop(name, accepted=ANY, out_dtype=None):
-    """Define a unary elementwise primitive; ``out_dtype(in_dtype)`` overrides the result."""
-    p = new_primitive(name)
+def unop(name, accepted=ANY, out_dtype=None, family=Family.ELEMENTWISE):
+    """Define a unary elementwise primitive; ``out_dtype(in_dtype)`` overrides the result;
+    ``family`` is ``Family.TRANSCENDENTAL`` for functions costing a transcendental."""
+    p = new_primitive(name, family=family)
 
     def abstract_eval(x, **params):
         check_dtype(name, x.dtype, accepted)
@@ -44,9 +45,9 @@ def unop(name, accepted=ANY, out_dtype=None):
     return p
 
 
-def binop(name, accepted=ANY, out_dtype=None):
+def binop(name, accepted=ANY, out_dtype=None, family=Family.ELEMENTWISE):
     """Define a binary elementwise primitive on equal dtypes and shapes (or rank-0)."""
-    p = new_primitive(name)
+    p = new_primitive(name, family=family)
 
     def abstract_eval(x, y, **params):
         dt = _same_dtype(name, (x, y))
@@ -76,32 +77,32 @@ floor_p = unop("floor", FLOATING)
 ceil_p = unop("ceil", FLOATING)
 round_p = unop("round", FLOATING)
 is_finite_p = unop("is_finite", FLOATING, out_dtype=_to_bool)
-exp_p = unop("exp", INEXACT)
-exp2_p = unop("exp2", INEXACT)
-log_p = unop("log", INEXACT)
-log1p_p = unop("log1p", INEXACT)
-expm1_p = unop("expm1", INEXACT)
-tanh_p = unop("tanh", INEXACT)
-logistic_p = unop("logistic", INEXACT)
-sqrt_p = unop("sqrt", INEXACT)
-rsqrt_p = unop("rsqrt", INEXACT)
-cbrt_p = unop("cbrt", FLOATING)
-sin_p = unop("sin", INEXACT)
-cos_p = unop("cos", INEXACT)
-tan_p = unop("tan", INEXACT)
-asin_p = unop("asin", INEXACT)
-acos_p = unop("acos", INEXACT)
-atan_p = unop("atan", INEXACT)
-sinh_p = unop("sinh", INEXACT)
-cosh_p = unop("cosh", INEXACT)
-asinh_p = unop("asinh", INEXACT)
-acosh_p = unop("acosh", INEXACT)
-atanh_p = unop("atanh", INEXACT)
-erf_p = unop("erf", FLOATING)
-erfc_p = unop("erfc", FLOATING)
-erf_inv_p = unop("erf_inv", FLOATING)
-lgamma_p = unop("lgamma", FLOATING)
-digamma_p = unop("digamma", FLOATING)
+exp_p = unop("exp", INEXACT, family=Family.TRANSCENDENTAL)
+exp2_p = unop("exp2", INEXACT, family=Family.TRANSCENDENTAL)
+log_p = unop("log", INEXACT, family=Family.TRANSCENDENTAL)
+log1p_p = unop("log1p", INEXACT, family=Family.TRANSCENDENTAL)
+expm1_p = unop("expm1", INEXACT, family=Family.TRANSCENDENTAL)
+tanh_p = unop("tanh", INEXACT, family=Family.TRANSCENDENTAL)
+logistic_p = unop("logistic", INEXACT, family=Family.TRANSCENDENTAL)
+sqrt_p = unop("sqrt", INEXACT, family=Family.TRANSCENDENTAL)
+rsqrt_p = unop("rsqrt", INEXACT, family=Family.TRANSCENDENTAL)
+cbrt_p = unop("cbrt", FLOATING, family=Family.TRANSCENDENTAL)
+sin_p = unop("sin", INEXACT, family=Family.TRANSCENDENTAL)
+cos_p = unop("cos", INEXACT, family=Family.TRANSCENDENTAL)
+tan_p = unop("tan", INEXACT, family=Family.TRANSCENDENTAL)
+asin_p = unop("asin", INEXACT, family=Family.TRANSCENDENTAL)
+acos_p = unop("acos", INEXACT, family=Family.TRANSCENDENTAL)
+atan_p = unop("atan", INEXACT, family=Family.TRANSCENDENTAL)
+sinh_p = unop("sinh", INEXACT, family=Family.TRANSCENDENTAL)
+cosh_p = unop("cosh", INEXACT, family=Family.TRANSCENDENTAL)
+asinh_p = unop("asinh", INEXACT, family=Family.TRANSCENDENTAL)
+acosh_p = unop("acosh", INEXACT, family=Family.TRANSCENDENTAL)
+atanh_p = unop("atanh", INEXACT, family=Family.TRANSCENDENTAL)
+erf_p = unop("erf", FLOATING, family=Family.TRANSCENDENTAL)
+erfc_p = unop("erfc", FLOATING, family=Family.TRANSCENDENTAL)
+erf_inv_p = unop("erf_inv", FLOATING, family=Family.TRANSCENDENTAL)
+lgamma_p = unop("lgamma", FLOATING, family=Family.TRANSCENDENTAL)
+digamma_p = unop("digamma", FLOATING, family=Family.TRANSCENDENTAL)
 square_p = unop("square", NUMBER)
 not_p = unop("not", BOOL_OR_INT)
 copy_p = unop("copy", ANY)
@@ -119,10 +120,10 @@ sub_p = binop("sub", NUMBER)
 mul_p = binop("mul", NUMBER + ("bool",))
 div_p = binop("div", NUMBER)
 rem_p = binop("rem", ("integer", "floating"))
-pow_p = binop("pow", INEXACT)
+pow_p = binop("pow", INEXACT, family=Family.TRANSCENDENTAL)
 max_p = binop("max", ANY)
 min_p = binop("min", ANY)
-atan2_p = binop("atan2", FLOATING)
+atan2_p = binop("atan2", FLOATING, family=Family.TRANSCENDENTAL)
 nextafter_p = binop("nextafter", FLOATING)
 and_p = binop("and", BOOL_OR_INT)
 or_p = binop("or", BOOL_OR_INT)
@@ -138,7 +139,7 @@ gt_p = binop("gt", ANY, out_dtype=_to_bool)
 ge_p = binop("ge", ANY, out_dtype=_to_bool)
 
 # --- parameterized and n-ary ---
-integer_pow_p = new_primitive("integer_pow")
+integer_pow_p = new_primitive("integer_pow", family=Family.ELEMENTWISE)
 
 
 @integer_pow_p.def_abstract_eval
@@ -155,7 +156,7 @@ def _integer_pow_abstract(x, *, y):
 round_p.def_abstract_eval(
     lambda x, *, rounding_method=0: (check_dtype("round", x.dtype, FLOATING), x)[1])
 
-convert_element_type_p = new_primitive("convert_element_type")
+convert_element_type_p = new_primitive("convert_element_type", family=Family.ELEMENTWISE)
 
 
 @convert_element_type_p.def_abstract_eval
@@ -164,7 +165,7 @@ def _convert_abstract(x, *, new_dtype, weak_type=False):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
-select_n_p = new_primitive("select_n")
+select_n_p = new_primitive("select_n", family=Family.ELEMENTWISE)
 
 
 @select_n_p.def_abstract_eval
@@ -187,7 +188,7 @@ def _select_n_abstract(which, *cases):
     return ShapedArray(shape, dt, all(c.weak_type for c in cases))
 
 
-clamp_p = new_primitive("clamp")
+clamp_p = new_primitive("clamp", family=Family.ELEMENTWISE)
 
 
 @clamp_p.def_abstract_eval

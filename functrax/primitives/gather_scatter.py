@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import enum
 
-from functrax.primitives.define import ShapedArray, new_primitive
+from functrax.primitives.define import Family, ShapedArray, new_primitive
 from functrax import core
 import numpy as np
 
@@ -167,7 +167,7 @@ def _check_batching(op, operand, indices, operand_batching_dims, indices_batchin
 
 # --- gather ---
 
-gather_p = new_primitive("gather")
+gather_p = new_primitive("gather", family=Family.INDEXING)
 
 
 @gather_p.def_abstract_eval
@@ -321,7 +321,7 @@ def _scatter_abstract_eval(name):
 
 
 def _scatter_primitive(name):
-    p = new_primitive(name)
+    p = new_primitive(name, family=Family.SCATTER)
     p.def_abstract_eval(_scatter_abstract_eval(name))
     return p
 

@@ -1,7 +1,7 @@
 """Indexing primitives: dynamic_slice, dynamic_update_slice (gather/scatter: gather_scatter.py)."""
 from __future__ import annotations
 
-from functrax.primitives.define import ShapedArray, new_primitive
+from functrax.primitives.define import Family, ShapedArray, new_primitive
 from functrax.core import Array
 from functrax import core
 from functrax import dtypes
@@ -9,7 +9,7 @@ import numpy as np
 import operator
 from functrax.primitives.shape import squeeze
 
-dynamic_slice_p = new_primitive("dynamic_slice")
+dynamic_slice_p = new_primitive("dynamic_slice", family=Family.INDEXING)
 
 
 def _check_indices(name, operand, indices):
@@ -32,7 +32,7 @@ def _dynamic_slice_abstract(operand, *indices, slice_sizes):
     return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
 
 
-dynamic_update_slice_p = new_primitive("dynamic_update_slice")
+dynamic_update_slice_p = new_primitive("dynamic_update_slice", family=Family.INDEXING)
 
 
 @dynamic_update_slice_p.def_abstract_eval

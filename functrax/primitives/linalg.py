@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functrax import core
 from functrax.primitives.contraction import dot_general
-from functrax.primitives.define import ShapedArray, new_primitive, np
+from functrax.primitives.define import Family, ShapedArray, new_primitive, np
 from functrax.primitives.elementwise import add, conj, convert_element_type, div, eq, select
 from functrax.primitives.reductions import reduce_sum
 from functrax.primitives.shape import (
@@ -32,12 +32,12 @@ from functrax.primitives.shape import (
 _LAPACK_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                             np.complex128))
 
-cholesky_p = new_primitive("cholesky")
-triangular_solve_p = new_primitive("triangular_solve")
-lu_p = new_primitive("lu", multiple_results=True)
-qr_p = new_primitive("qr", multiple_results=True)
-eigh_p = new_primitive("eigh", multiple_results=True)
-svd_p = new_primitive("svd", multiple_results=True)
+cholesky_p = new_primitive("cholesky", family=Family.LINALG)
+triangular_solve_p = new_primitive("triangular_solve", family=Family.LINALG)
+lu_p = new_primitive("lu", multiple_results=True, family=Family.LINALG)
+qr_p = new_primitive("qr", multiple_results=True, family=Family.LINALG)
+eigh_p = new_primitive("eigh", multiple_results=True, family=Family.LINALG)
+svd_p = new_primitive("svd", multiple_results=True, family=Family.LINALG)
 
 
 def real_dtype(dtype) -> np.dtype:

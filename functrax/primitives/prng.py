@@ -12,10 +12,10 @@ input loses its trailing axis, which must have ``out_bits // in_bits`` elements 
 """
 from __future__ import annotations
 
-from functrax.primitives.define import ShapedArray, dtypes, new_primitive, np
+from functrax.primitives.define import Family, ShapedArray, dtypes, new_primitive, np
 
 
-threefry2x32_p = new_primitive("threefry2x32", multiple_results=True)
+threefry2x32_p = new_primitive("threefry2x32", multiple_results=True, family=Family.PRNG)
 
 
 @threefry2x32_p.def_abstract_eval
@@ -33,7 +33,7 @@ def _threefry2x32_abstract(k1, k2, x1, x2):
     return [ShapedArray(shape, np.uint32), ShapedArray(shape, np.uint32)]
 
 
-bitcast_convert_type_p = new_primitive("bitcast_convert_type")
+bitcast_convert_type_p = new_primitive("bitcast_convert_type", family=Family.ELEMENTWISE)
 
 
 def bitcast_shape(name: str, shape: tuple, old_dtype, new_dtype) -> tuple:

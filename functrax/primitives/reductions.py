@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functrax.primitives.define import (
-    ANY, BOOL_OR_INT, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
+    ANY, BOOL_OR_INT, NUMBER, Family, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
 import builtins
 from functrax import core
@@ -10,7 +10,7 @@ from functrax import dtypes
 
 
 def _reducer(name, accepted, keep_weak=True):
-    p = new_primitive(name)
+    p = new_primitive(name, family=Family.REDUCTION)
 
     def abstract_eval(x, *, axes):
         check_dtype(name, x.dtype, accepted)
@@ -32,7 +32,7 @@ reduce_xor_p = _reducer("reduce_xor", BOOL_OR_INT)
 
 
 def _argreducer(name):
-    p = new_primitive(name)
+    p = new_primitive(name, family=Family.REDUCTION)
 
     def abstract_eval(x, *, axes, index_dtype):
         check_dtype(name, x.dtype, ANY)
@@ -56,7 +56,7 @@ argmin_p = _argreducer("argmin")
 
 
 def _cumulative(name, accepted):
-    p = new_primitive(name)
+    p = new_primitive(name, family=Family.CUMULATIVE)
 
     def abstract_eval(x, *, axis, reverse=False):
         check_dtype(name, x.dtype, accepted)
@@ -73,7 +73,7 @@ cummax_p = _cumulative("cummax", NUMBER)
 cummin_p = _cumulative("cummin", NUMBER)
 cumlogsumexp_p = _cumulative("cumlogsumexp", ("floating",))
 
-sort_p = new_primitive("sort", multiple_results=True)
+sort_p = new_primitive("sort", multiple_results=True, family=Family.SORT)
 
 
 @sort_p.def_abstract_eval

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from functrax.primitives.define import (
+    Family,
     ShapedArray, check_axes, check_dtype, dtypes, new_primitive, np,
 )
 from functrax.core import Array
@@ -12,7 +13,7 @@ import builtins
 from functrax import core
 from functrax.primitives.elementwise import as_operand, convert_element_type
 
-broadcast_in_dim_p = new_primitive("broadcast_in_dim")
+broadcast_in_dim_p = new_primitive("broadcast_in_dim", family=Family.SHAPE)
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -32,7 +33,7 @@ def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions, sharding=None)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-reshape_p = new_primitive("reshape")
+reshape_p = new_primitive("reshape", family=Family.SHAPE)
 
 
 @reshape_p.def_abstract_eval
@@ -49,7 +50,7 @@ def _reshape_abstract(x, *, new_sizes, dimensions=None, sharding=None):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-transpose_p = new_primitive("transpose")
+transpose_p = new_primitive("transpose", family=Family.SHAPE)
 
 
 @transpose_p.def_abstract_eval
@@ -61,7 +62,7 @@ def _transpose_abstract(x, *, permutation):
     return ShapedArray(tuple(x.shape[i] for i in perm), x.dtype, x.weak_type)
 
 
-squeeze_p = new_primitive("squeeze")
+squeeze_p = new_primitive("squeeze", family=Family.SHAPE)
 
 
 @squeeze_p.def_abstract_eval
@@ -75,7 +76,7 @@ def _squeeze_abstract(x, *, dimensions):
                        x.weak_type)
 
 
-expand_dims_p = new_primitive("expand_dims")
+expand_dims_p = new_primitive("expand_dims", family=Family.SHAPE)
 
 
 @expand_dims_p.def_abstract_eval
@@ -87,7 +88,7 @@ def _expand_dims_abstract(x, *, dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-rev_p = new_primitive("rev")
+rev_p = new_primitive("rev", family=Family.SHAPE)
 
 
 @rev_p.def_abstract_eval
@@ -96,7 +97,7 @@ def _rev_abstract(x, *, dimensions):
     return x
 
 
-concatenate_p = new_primitive("concatenate")
+concatenate_p = new_primitive("concatenate", family=Family.SHAPE)
 
 
 @concatenate_p.def_abstract_eval
@@ -119,7 +120,7 @@ def _concatenate_abstract(*xs, dimension):
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
 
 
-pad_p = new_primitive("pad")
+pad_p = new_primitive("pad", family=Family.SHAPE)
 
 
 @pad_p.def_abstract_eval
@@ -142,7 +143,7 @@ def _pad_abstract(x, padding_value, *, padding_config):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-slice_p = new_primitive("slice")
+slice_p = new_primitive("slice", family=Family.SHAPE)
 
 
 @slice_p.def_abstract_eval
@@ -161,7 +162,7 @@ def _slice_abstract(x, *, start_indices, limit_indices, strides=None):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-iota_p = new_primitive("iota")
+iota_p = new_primitive("iota", family=Family.SHAPE)
 
 
 @iota_p.def_abstract_eval

@@ -12,13 +12,6 @@ def _shape(x):
     return core.get_aval(x).shape
 
 
-def defvectorized(prim):
-    """Elementwise unary: the batch axis stays where it is."""
-    def rule(axis, vals, dims, **params):
-        return prim.bind(vals[0], **params), dims[0]
-    vmap_rules[prim] = rule
-
-
 def defbroadcasting(prim):
     """n-ary elementwise on equal shapes (rank-0 operands may stand beside arrays).
 
@@ -52,22 +45,11 @@ def _per_example_shape(v, d):
     return s if d is None else s[:d] + s[d + 1:]
 
 
-_UNARY = [
-    "neg", "sign", "abs", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
-    "expm1", "tanh", "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma",
-    "digamma", "square", "not", "copy", "real", "imag", "conj", "integer_pow",
-    "convert_element_type", "stop_gradient",
-]
-_NARY = [
-    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
-    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt",
-    "le", "gt", "ge",
-]
-for _name in _UNARY:
-    defvectorized(P.primitive_registry[_name])
-for _name in _NARY:
-    defbroadcasting(P.primitive_registry[_name])
+# every elementwise primitive (select_n and clamp, whose selector / bounds may stay scalars,
+# have their own rules below; a rule module registered later may override one)
+for _prim in P.primitive_registry.values():
+    if _prim.family in core.ELEMENTWISE_FAMILIES:
+        defbroadcasting(_prim)
 
 
 def _full(axis, v, d, per, full, bd, keep_scalar):

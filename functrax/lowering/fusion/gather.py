@@ -17,12 +17,11 @@ stay OPAQUE (see ``SCATTER_REASON``): each is its own kernel on backends that lo
 """
 from __future__ import annotations
 
+from functrax import primitives as P
 from functrax.lowering.fusion.config import IllegalGroup
 
-__all__ = ["DATA_DEPENDENT_VIEWS", "SCATTER_REASON", "gather_unfusible",
-           "dynamic_slice_unfusible", "data_dependent_view_axes"]
-
-DATA_DEPENDENT_VIEWS = frozenset({"gather", "dynamic_slice"})
+__all__ = ["SCATTER_REASON", "gather_unfusible", "dynamic_slice_unfusible",
+           "data_dependent_view_rules"]
 
 SCATTER_REASON = "scatter: data-dependent writes with a combiner (its own kernel)"
 
@@ -40,16 +39,18 @@ def dynamic_slice_unfusible(eqn):
     return None
 
 
-def data_dependent_view_axes(analysis, eqn) -> tuple:
-    """The axes of a gather / dynamic_slice whose operand is read from outside the group and
-    whose index values are (partly) computed in it.
+def _dynamic_slice_axes(analysis, eqn) -> tuple:
+    """Computed starts are scalars: every output dim is a fresh loop."""
+    return tuple(analysis.fresh_axis(n) for n in eqn.outvars[0].aval.shape)
+
+
+def _gather_axes(analysis, eqn) -> tuple:
+    """The output's batch dims run along the index array's dims, its offset dims are fresh.
 
     Raises:
       IllegalGroup: a computed gather index vector with several entries.
     """
     out_shape = eqn.outvars[0].aval.shape
-    if eqn.primitive.name == "dynamic_slice":
-        return tuple(analysis.fresh_axis(n) for n in out_shape)
     indices = eqn.invars[1]
     t = analysis.use(indices)
     if t[-1] is not None:
@@ -60,3 +61,9 @@ def data_dependent_view_axes(analysis, eqn) -> tuple:
     batch = iter(t[:-1])
     return tuple(analysis.fresh_axis(n) if i in offset_dims else next(batch)
                  for i, n in enumerate(out_shape))
+
+
+# primitive -> rule(analysis, eqn) -> the axes of a load at data-dependent indices, for a view
+# whose operand is read from outside the group and whose index values are (partly) computed
+# in it
+data_dependent_view_rules = {P.gather_p: _gather_axes, P.dynamic_slice_p: _dynamic_slice_axes}

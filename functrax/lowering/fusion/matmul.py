@@ -3,8 +3,12 @@ epilogue, a transposed input absorbed as a flag, side reductions of an operand o
 contracting dims)."""
 from __future__ import annotations
 
+from functrax import primitives as P
 from functrax.lowering.fusion.config import IllegalGroup
 from functrax.lowering.fusion.types import GroupKind
+
+# reductions that may ride along a MATMUL group over an operand's contracting dims
+_SIDE_REDUCTIONS = frozenset({P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p})
 
 __all__ = ["MatmulAnalysis"]
 
@@ -48,7 +52,7 @@ class MatmulAnalysis:
 
     def _flag_transpose(self, v):
         e = next(e for e in self.eqns if v in e.outvars)
-        return e.primitive.name == "transpose" and self.input_like(e.invars[0])
+        return e.primitive is P.transpose_p and self.input_like(e.invars[0])
 
     def do_dot(self, e):
         pass  # set up front: its output axes do not depend on the other equations
@@ -56,7 +60,7 @@ class MatmulAnalysis:
     def dot_side_reduction(self, e, x, dims):
         """The dot operand's axes when ``e`` reduces that operand over its contracting dims."""
         if (not self.config.matmul_side_reductions
-                or e.primitive.name not in ("reduce_sum", "reduce_max", "reduce_min")):
+                or e.primitive not in _SIDE_REDUCTIONS):
             return None
         return next((t for v, contract, t in self.dot_uses if v is x and dims == contract),
                     None)

@@ -5,14 +5,16 @@ inlined) to a :class:`~functrax.lowering.fusion.types.FusionPlan`. It is a pure 
 jaxpr and backend-independent; backends render each group (:func:`group_layout` gives the
 iteration space of every value of a group).
 
-How equations are treated (one explicit table each, see :func:`classify`):
+How equations are treated follows from their primitive's family (``FAMILY_CATEGORIES``, see
+:func:`classify`):
 
-- *elementwise* (``ELEMENTWISE``: arithmetic, comparisons, ``select_n``, ``clamp``,
-  ``convert_element_type``, ``integer_pow``, ...) compute one value per index;
-- *views* (``VIEWS``: ``broadcast_in_dim``, ``reshape``, ``transpose``, ``squeeze``,
-  ``expand_dims``, ``rev``, ``pad``, static ``slice``/``dynamic_slice``, ``concatenate``,
-  static ``dynamic_update_slice``, ``iota``) are index arithmetic, never copies: a view of a
-  group input is a load with computed indices (each use may index it differently; a
+- *elementwise* (families ELEMENTWISE and TRANSCENDENTAL: arithmetic, comparisons,
+  ``select_n``, ``clamp``, ``convert_element_type``, ``integer_pow``, ``exp``, ...) compute one
+  value per index;
+- *views* (families SHAPE and INDEXING: ``broadcast_in_dim``, ``reshape``, ``transpose``,
+  ``squeeze``, ``expand_dims``, ``rev``, ``pad``, static ``slice``/``dynamic_slice``,
+  ``concatenate``, static ``dynamic_update_slice``, ``iota``) are index arithmetic, never
+  copies: a view of a group input is a load with computed indices (each use may index it differently; a
   ``concatenate`` selects among loads of its operands at shifted indices); a view of a value
   computed in the same group must keep a one-to-one correspondence of dimensions (broadcast,
   transpose, squeeze/expand_dims, a reshape that only adds or drops size-1 dims, a
@@ -20,7 +22,7 @@ How equations are treated (one explicit table each, see :func:`classify`):
   placed in every group that reads it (cheap index-only producers are duplicated); it is
   materialized (a node of its own) only when it is a jaxpr output, an opaque equation's
   operand or a ``dot_general`` operand other than a transposed input;
-- *reductions* (``REDUCTIONS``) take their elementwise prologue and epilogue into one
+- *reductions* (family REDUCTION) take their elementwise prologue and epilogue into one
   REDUCTION group. When the reduced row has at most ``FusionConfig.max_row`` elements it is
   kept whole in registers, so several reductions over the same rows and the values computed
   from their results (softmax, layernorm) form one group; longer rows are streamed, which
@@ -31,8 +33,9 @@ How equations are treated (one explicit table each, see :func:`classify`):
   operands' producers stay separate; a transposed input is absorbed as a flag), plus
   reductions of one of its operands over exactly that operand's contracting dims (a dense
   layer's bias gradient next to its weight gradient);
-- everything else is its own OPAQUE group; ``UNFUSIBLE`` gives the reason for each known
-  primitive and unknown primitives are OPAQUE too (``classify`` says why).
+- everything else is its own OPAQUE group; ``UNFUSIBLE_FAMILIES`` (or
+  ``UNFUSIBLE_PRIMITIVES``) gives the reason, and primitives without a family are OPAQUE too
+  (``classify`` says why).
 
 The grouping is greedy: in program order each equation tries to join the groups of its
 producers, then groups reading the same value try to merge (siblings; MATMUL groups first, so
@@ -51,21 +54,24 @@ from __future__ import annotations
 
 import math
 
+from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, Var
 from functrax.lowering.fusion.analysis import _layout, group_layout
 from functrax.lowering.fusion.config import FusionConfig, GroupLayout, IllegalGroup
 from functrax.lowering.fusion.tables import (
-    CONTRACTIONS, ELEMENTWISE, MAX_CONCAT_OPERANDS, REDUCTIONS, UNFUSIBLE, VIEWS, classify,
+    CONDITIONAL, FAMILY_CATEGORIES, MAX_CONCAT_OPERANDS, UNFUSIBLE_FAMILIES, UNFUSIBLE_PRIMITIVES,
+    classify, fusion_category,
 )
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind, def_use
 
-__all__ = ["ELEMENTWISE", "VIEWS", "REDUCTIONS", "CONTRACTIONS", "UNFUSIBLE", "FusionConfig",
+__all__ = ["FAMILY_CATEGORIES", "UNFUSIBLE_FAMILIES", "UNFUSIBLE_PRIMITIVES", "CONDITIONAL",
+           "fusion_category", "FusionConfig",
            "GroupLayout", "IllegalGroup", "classify", "group_layout", "plan_fusion",
            "describe_plan", "MAX_CONCAT_OPERANDS", "FusionGroup", "FusionPlan", "GroupKind"]
 
-# The tables live in fusion_tables; FusionConfig, IllegalGroup and GroupLayout in
-# fusion_config; the iteration-space analysis in fusion_analysis with one part per family
-# (fusion_views, fusion_reductions, fusion_matmul). All public names are re-exported here.
+# The tables live in tables.py; FusionConfig, IllegalGroup and GroupLayout in config.py; the
+# iteration-space analysis in analysis.py with one part per kind of equation (views.py,
+# reductions.py, matmul.py). All public names are re-exported here.
 
 # sibling fusion tries the first readers of a value only (each try analyses a group)
 MAX_SIBLINGS = 8
@@ -127,7 +133,7 @@ class _Planner:
                 if j is None:
                     continue
                 src = self.eqns[j].invars[0]
-                flag = (self.eqns[j].primitive.name == "transpose"
+                flag = (self.eqns[j].primitive is P.transpose_p
                         and (self._view_eqn(src) is None or src in m))
                 if not flag:
                     m.add(v)

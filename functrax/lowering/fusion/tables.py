@@ -1,64 +1,54 @@
 """The fusion tables: how the planner treats each primitive (see :func:`classify`).
 
-Every primitive is in exactly one of ``ELEMENTWISE``, ``VIEWS``, ``REDUCTIONS``,
-``CONTRACTIONS`` and ``UNFUSIBLE`` (with the reason it runs alone); unknown primitives are
-opaque. All names are re-exported by :mod:`functrax.lowering.fusion.planner`.
+A primitive's fusion category derives from its family (``Primitive.family``, declared where
+the primitive is defined): elementwise and transcendental ops are *elementwise*, shape and
+indexing ops *views* (index arithmetic), reductions *reductions*, ``dot_general`` a
+*contraction*; the other families run alone (*opaque*), each with the reason in
+``UNFUSIBLE_FAMILIES`` (a primitive may state its own in ``UNFUSIBLE_PRIMITIVES``). Some
+fusible primitives are opaque for some params (``CONDITIONAL``). A primitive without a
+family (a user's) is opaque. All names are re-exported by :mod:`functrax.lowering.fusion.planner`.
 """
 from __future__ import annotations
 
-from functrax.core import Literal
+from functrax import primitives as P
+from functrax.core import Family, Literal
 from functrax.lowering.fusion.bitcast import bitcast_unfusible
 from functrax.lowering.fusion.gather import (
     SCATTER_REASON, dynamic_slice_unfusible, gather_unfusible,
 )
 
-__all__ = ["ELEMENTWISE", "VIEWS", "REDUCTIONS", "CONTRACTIONS", "UNFUSIBLE",
-           "MAX_CONCAT_OPERANDS", "classify"]
+__all__ = ["FAMILY_CATEGORIES", "UNFUSIBLE_FAMILIES", "UNFUSIBLE_PRIMITIVES", "CONDITIONAL",
+           "MAX_CONCAT_OPERANDS", "classify", "fusion_category"]
 
-# --- the tables: every primitive is in exactly one of them (unknown ones are OPAQUE) ---
-
-ELEMENTWISE = frozenset("""
-abs acos acosh add and asin asinh atan atan2 atanh cbrt ceil clamp conj convert_element_type
-copy cos cosh digamma div eq erf erf_inv erfc exp exp2 expm1 floor ge gt imag integer_pow
-is_finite le lgamma log log1p logistic lt max min mul ne neg nextafter not or pow real rem round
-rsqrt select_n shift_left shift_right_arithmetic shift_right_logical sign sin sinh sqrt square
-stop_gradient sub tan tanh xor bitcast_convert_type
-""".split())
-
-VIEWS = frozenset("""
-broadcast_in_dim reshape transpose squeeze expand_dims rev slice pad dynamic_slice iota
-concatenate dynamic_update_slice gather
-""".split())
-
-REDUCTIONS = frozenset("""
-reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or reduce_xor argmax argmin
-""".split())
-
-CONTRACTIONS = frozenset({"dot_general"})
+# family -> how the planner fuses it
+FAMILY_CATEGORIES = {
+    Family.ELEMENTWISE: "elementwise", Family.TRANSCENDENTAL: "elementwise",
+    Family.SHAPE: "view", Family.INDEXING: "view",
+    Family.REDUCTION: "reduction", Family.CONTRACTION: "dot",
+}
 
 _CALL_LIKE = "call-like primitive that survived inlining (run passes.pipeline.optimize first)"
-_COLLECTIVE = "collective over a named axis: communication, not a loop over indices"
-_SCATTER = SCATTER_REASON
-_CUMULATIVE = "cumulative scan along an axis: a sequential dependence, not a map or a reduction"
 
-UNFUSIBLE = {
-    "sort": "sort: data-dependent permutation of whole rows",
-    "scatter": _SCATTER, "scatter-add": _SCATTER, "scatter-mul": _SCATTER,
-    "scatter-min": _SCATTER, "scatter-max": _SCATTER,
-    "cumsum": _CUMULATIVE, "cumprod": _CUMULATIVE, "cummax": _CUMULATIVE,
-    "cummin": _CUMULATIVE, "cumlogsumexp": _CUMULATIVE,
-    "cond": "control flow: runs one of several sub-jaxprs",
-    "scan": "control flow: a loop over a sub-jaxpr",
-    "while": "control flow: a loop over a sub-jaxpr",
-    "threefry2x32": "threefry2x32: multi-result integer hash (its own kernel)",
-    "jit": _CALL_LIKE, "custom_jvp_call": _CALL_LIKE, "custom_vjp_call": _CALL_LIKE,
-    "custom_lin": _CALL_LIKE, "remat2": _CALL_LIKE,
-    "xla_pmap": "pmap: a call mapped over devices (each device runs its own program)",
-    "psum": _COLLECTIVE, "pmax": _COLLECTIVE, "pmin": _COLLECTIVE,
-    "ppermute": _COLLECTIVE, "all_gather": _COLLECTIVE, "all_to_all": _COLLECTIVE,
-    "reduce_scatter": _COLLECTIVE, "axis_index": _COLLECTIVE,
-    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
-                    "linear algebra decomposition: numpy fallback"),
+# family -> why its primitives run alone
+UNFUSIBLE_FAMILIES = {
+    Family.SORT: "sort: data-dependent permutation of whole rows",
+    Family.SCATTER: SCATTER_REASON,
+    Family.CUMULATIVE: ("cumulative scan along an axis: a sequential dependence, not a map or "
+                        "a reduction"),
+    Family.CONTROL_FLOW: "control flow: sub-jaxprs run conditionally or in a loop",
+    Family.CALL: _CALL_LIKE,
+    Family.COLLECTIVE: "collective over a named axis: communication, not a loop over indices",
+    Family.LINALG: "linear algebra decomposition: numpy fallback",
+    Family.PRNG: "threefry2x32: multi-result integer hash (its own kernel)",
+    Family.FUSED: "a fused pattern: one hand-written kernel",
+}
+
+# primitive -> its own reason (more precise than its family's)
+UNFUSIBLE_PRIMITIVES = {
+    P.cond_p: "control flow: runs one of several sub-jaxprs",
+    P.scan_p: "control flow: a loop over a sub-jaxpr",
+    P.while_p: "control flow: a loop over a sub-jaxpr",
+    P.xla_pmap_p: "pmap: a call mapped over devices (each device runs its own program)",
 }
 
 
@@ -80,11 +70,24 @@ def _concatenate_unfusible(eqn):
     return None
 
 
-# views that are fusible only for some params: primitive name -> fn(eqn) -> reason or None
-_CONDITIONAL = {"dynamic_slice": dynamic_slice_unfusible, "gather": gather_unfusible,
-                "dynamic_update_slice": _dynamic_update_slice_unfusible,
-                "concatenate": _concatenate_unfusible,
-                "bitcast_convert_type": bitcast_unfusible}
+# fusible primitives that are opaque for some params: primitive -> fn(eqn) -> reason or None
+CONDITIONAL = {P.dynamic_slice_p: dynamic_slice_unfusible, P.gather_p: gather_unfusible,
+               P.dynamic_update_slice_p: _dynamic_update_slice_unfusible,
+               P.concatenate_p: _concatenate_unfusible,
+               P.bitcast_convert_type_p: bitcast_unfusible}
+
+
+def fusion_category(prim) -> tuple:
+    """``(category, reason)`` of a primitive from its family: category ``"elementwise"``,
+    ``"view"``, ``"reduction"``, ``"dot"`` or ``"opaque"`` (with the reason)."""
+    category = FAMILY_CATEGORIES.get(prim.family)
+    if category is not None:
+        return category, None
+    reason = UNFUSIBLE_PRIMITIVES.get(prim) or UNFUSIBLE_FAMILIES.get(prim.family)
+    if reason is None:
+        reason = (f"unknown primitive '{prim}': no fusion rule (give it a family the tables in "
+                  "functrax/lowering/fusion/tables.py know)")
+    return "opaque", reason
 
 
 def classify(eqn) -> tuple:
@@ -98,22 +101,14 @@ def classify(eqn) -> tuple:
     >>> classify(eqn)
     ('opaque', 'sort: data-dependent permutation of whole rows')
     """
-    name = eqn.primitive.name
-    if name in UNFUSIBLE:
-        return "opaque", UNFUSIBLE[name]
-    if name in _CONDITIONAL:
-        reason = _CONDITIONAL[name](eqn)
-        if reason is not None:
-            return "opaque", reason
+    category, reason = fusion_category(eqn.primitive)
+    if category == "opaque":
+        return category, reason
+    conditional = CONDITIONAL.get(eqn.primitive)
+    reason = conditional(eqn) if conditional is not None else None
+    if reason is not None:
+        return "opaque", reason
     if len(eqn.outvars) != 1:
-        return "opaque", f"'{name}' has {len(eqn.outvars)} results (fused groups need one)"
-    if name in ELEMENTWISE:
-        return "elementwise", None
-    if name in VIEWS:
-        return "view", None
-    if name in REDUCTIONS:
-        return "reduction", None
-    if name in CONTRACTIONS:
-        return "dot", None
-    return "opaque", (f"unknown primitive '{name}': no fusion rule (add it to one of the tables "
-                      "in functrax/lowering/fusion/tables.py)")
+        return "opaque", (f"'{eqn.primitive}' has {len(eqn.outvars)} results (fused groups "
+                          "need one)")
+    return category, None

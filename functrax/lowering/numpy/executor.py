@@ -32,7 +32,7 @@ from functrax import core
 from functrax import primitives as P
 from functrax.core import Literal
 from functrax.errors import MissingRuleError
-from functrax.lowering.numpy.rules import numpy_rules
+from functrax.lowering.numpy.rules import numpy_rules, numpy_ufuncs
 from functrax.passes.dce import effectful
 
 _NUMERIC = "biufc"  # builtin numpy dtype kinds (ml_dtypes types such as bfloat16 are 'V')
@@ -86,25 +86,6 @@ _SOLE_REFS = _refs_in_list([np.empty(1)], 0)
 
 # --- implementations chosen at compile time ---
 
-# elementwise primitives whose numpy rule calls exactly this ufunc (tests check each)
-UFUNCS = {
-    P.neg_p: np.negative, P.sign_p: np.sign, P.abs_p: np.abs, P.floor_p: np.floor,
-    P.ceil_p: np.ceil, P.is_finite_p: np.isfinite, P.exp_p: np.exp, P.exp2_p: np.exp2,
-    # (log1p / expm1: the numpy rules compute float16/bfloat16/float32 in float64)
-    P.log_p: np.log, P.tanh_p: np.tanh,
-    P.sqrt_p: np.sqrt, P.cbrt_p: np.cbrt, P.sin_p: np.sin, P.cos_p: np.cos, P.tan_p: np.tan,
-    P.asin_p: np.arcsin, P.acos_p: np.arccos, P.atan_p: np.arctan, P.sinh_p: np.sinh,
-    P.cosh_p: np.cosh, P.asinh_p: np.arcsinh, P.acosh_p: np.arccosh, P.atanh_p: np.arctanh,
-    P.square_p: np.square, P.conj_p: np.conj, P.sub_p: np.subtract, P.max_p: np.maximum,
-    P.min_p: np.minimum, P.atan2_p: np.arctan2, P.nextafter_p: np.nextafter,
-    P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less, P.le_p: np.less_equal,
-    P.gt_p: np.greater, P.ge_p: np.greater_equal, P.and_p: np.bitwise_and,
-    P.or_p: np.bitwise_or, P.xor_p: np.bitwise_xor, P.not_p: np.invert,
-    P.shift_left_p: np.left_shift, P.shift_right_arithmetic_p: np.right_shift,
-    P.pow_p: np.power,
-}
-
-
 def _ufunc_for(eqn):
     """The ufunc computing ``eqn`` exactly as its numpy rule does, or None."""
     prim = eqn.primitive
@@ -119,7 +100,7 @@ def _ufunc_for(eqn):
         return np.true_divide if dt.kind in "fc" else None
     if prim is P.rem_p:
         return np.fmod if dt.kind in "fc" else None
-    return UFUNCS.get(prim)
+    return numpy_ufuncs.get(prim)
 
 
 def _exact_ufunc_dtype(ufunc, eqn):

@@ -14,9 +14,9 @@ How equations are treated follows from their primitive's family (``FAMILY_CATEGO
 - *views* (families SHAPE and INDEXING: ``broadcast_in_dim``, ``reshape``, ``transpose``,
   ``squeeze``, ``expand_dims``, ``rev``, ``pad``, static ``slice``/``dynamic_slice``,
   ``concatenate``, static ``dynamic_update_slice``, ``iota``) are index arithmetic, never
-  copies: a view of a group input is a load with computed indices (each use may index it differently; a
-  ``concatenate`` selects among loads of its operands at shifted indices); a view of a value
-  computed in the same group must keep a one-to-one correspondence of dimensions (broadcast,
+  copies: a view of a group input is a load with computed indices (each use may index it
+  differently; a ``concatenate`` selects among loads of its operands at shifted indices); a
+  view of a value computed in the same group must keep a one-to-one correspondence of dimensions (broadcast,
   transpose, squeeze/expand_dims, a reshape that only adds or drops size-1 dims, a
   ``dynamic_update_slice`` of it with an update read from the group's inputs). A view is
   placed in every group that reads it (cheap index-only producers are duplicated); it is

@@ -16,12 +16,12 @@ How equations are treated follows from their primitive's family (``FAMILY_CATEGO
   ``concatenate``, static ``dynamic_update_slice``, ``iota``) are index arithmetic, never
   copies: a view of a group input is a load with computed indices (each use may index it
   differently; a ``concatenate`` selects among loads of its operands at shifted indices); a
-  view of a value computed in the same group must keep a one-to-one correspondence of dimensions (broadcast,
-  transpose, squeeze/expand_dims, a reshape that only adds or drops size-1 dims, a
-  ``dynamic_update_slice`` of it with an update read from the group's inputs). A view is
-  placed in every group that reads it (cheap index-only producers are duplicated); it is
-  materialized (a node of its own) only when it is a jaxpr output, an opaque equation's
-  operand or a ``dot_general`` operand other than a transposed input;
+  view of a value computed in the same group must keep a one-to-one correspondence of
+  dimensions (broadcast, transpose, squeeze/expand_dims, a reshape that only adds or drops
+  size-1 dims, a ``dynamic_update_slice`` of it with an update read from the group's
+  inputs). A view is placed in every group that reads it (cheap index-only producers are
+  duplicated); it is materialized (a node of its own) only when it is a jaxpr output, an
+  opaque equation's operand or a ``dot_general`` operand other than a transposed input;
 - *reductions* (family REDUCTION) take their elementwise prologue and epilogue into one
   REDUCTION group. When the reduced row has at most ``FusionConfig.max_row`` elements it is
   kept whole in registers, so several reductions over the same rows and the values computed

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pickle
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -42,8 +43,7 @@ def test_str_and_format():
 
 
 def test_bfloat16_array():
-    if dtypes.bfloat16 is None:
-        pytest.skip("ml_dtypes is not installed")
+    assert dtypes.bfloat16 is not None and np.dtype(dtypes.bfloat16) == ml_dtypes.bfloat16
     x = fnp.array([1.0, 2.5], dtype=dtypes.bfloat16)
     assert x.dtype == np.dtype(dtypes.bfloat16)
     assert repr(x) == "Array([1, 2.5], dtype=bfloat16)"

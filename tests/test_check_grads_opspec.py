@@ -126,11 +126,9 @@ def test_check_grads(spec):
 
 def test_not_differentiable_names_are_current():
     names = {s.name for s in all_specs()}
-    # bfloat16 specs exist only where the optional ml_dtypes is installed
-    optional = {n for n in NOT_DIFFERENTIABLE if "bf16" in n} if dtypes.bfloat16 is None else set()
-    stale = sorted(set(NOT_DIFFERENTIABLE) - names - optional)
+    stale = sorted(set(NOT_DIFFERENTIABLE) - names)
     assert not stale, f"NOT_DIFFERENTIABLE lists specs that no longer exist: {stale}"
     no_float = sorted(n for n in NOT_DIFFERENTIABLE
-                      if n not in {s.name for s in SPECS} and n not in optional)
+                      if n not in {s.name for s in SPECS})
     assert not no_float, (f"NOT_DIFFERENTIABLE lists specs without floating inputs (they are "
                           f"not checked anyway): {no_float}")

@@ -34,8 +34,7 @@ def _cf():
     @functrax.custom_jvp
     def cf(x):
         return fnp.log1p(fnp.exp(x))
-    cf.defjvp(lambda p, t: (cf(p[0]), t[0] * functrax.nn.sigmoid(p[0]))
-              if hasattr(functrax, "nn") else (cf(p[0]), t[0]))
+    cf.defjvp(lambda p, t: (cf(p[0]), t[0] * functrax.nn.sigmoid(p[0])))
     return cf
 
 

@@ -10,7 +10,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports tri
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-pytest.importorskip("triton")
+import triton  # noqa: E402, F401 - a required dependency, after TRITON_INTERPRET=1
 
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
 from kernels import launcher as _launch, layernorm, matmul, softmax  # noqa: E402

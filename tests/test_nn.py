@@ -2,7 +2,6 @@
 inputs, where= masks, one_hot/standardize details, errors, and the initializers."""
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 import functrax
 import functrax.numpy as fnp
-from functrax import nn
+from functrax import nn, random
 from functrax.nn import initializers as init
 
 # --- derivatives at kinks (as JAX's custom JVPs) ---
@@ -234,24 +233,6 @@ def test_aliases():
 # --- initializers ---
 
 
-_RANDOM_API = ("PRNGKey", "split", "normal", "uniform", "truncated_normal")
-
-
-def _random():
-    try:
-        random = importlib.import_module("functrax.random")
-    except ModuleNotFoundError as e:
-        if e.name != "functrax.random":
-            raise
-        pytest.skip("functrax.random does not exist: the random initializers cannot be "
-                    "tested")
-    missing = [n for n in _RANDOM_API if not hasattr(random, n)]
-    if missing:
-        pytest.skip(f"functrax.random lacks {missing}: the random initializers cannot be "
-                    "tested")
-    return random
-
-
 def test_deterministic_initializers():
     z = init.zeros(None, (2, 3))
     assert z.dtype == np.float32 and z.shape == (2, 3) and not np.any(z)
@@ -273,7 +254,6 @@ def _fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
 @pytest.mark.parametrize("mode", ["fan_in", "fan_out", "fan_avg"])
 @pytest.mark.parametrize("distribution", ["truncated_normal", "normal", "uniform"])
 def test_variance_scaling_variance_matches_fans(mode, distribution):
-    random = _random()
     shape = (3, 3, 16, 48)  # a conv kernel: receptive field 9
     scale = 2.0
     w = init.variance_scaling(scale, mode, distribution)(random.PRNGKey(0), shape)
@@ -292,7 +272,6 @@ def test_variance_scaling_variance_matches_fans(mode, distribution):
 
 
 def test_variance_scaling_axes_and_errors():
-    random = _random()
     key = random.PRNGKey(1)
     shape = (4, 64, 32)  # batch axis 0
     w = init.variance_scaling(1.0, "fan_in", "normal", in_axis=1, out_axis=2,
@@ -317,7 +296,6 @@ def test_variance_scaling_axes_and_errors():
     ("he_uniform", 2.0, "fan_in"), ("he_normal", 2.0, "fan_in"),
 ])
 def test_named_initializers(name, scale, mode):
-    random = _random()
     shape = (80, 120)
     w = getattr(init, name)()(random.PRNGKey(3), shape)
     assert w.shape == shape and w.dtype == np.float32
@@ -328,7 +306,6 @@ def test_named_initializers(name, scale, mode):
 
 
 def test_normal_uniform_truncated_normal():
-    random = _random()
     key = random.PRNGKey(4)
     w = np.asarray(init.normal(0.5)(key, (100, 100)), np.float64)
     np.testing.assert_allclose(w.std(), 0.5, rtol=0.05)
@@ -344,7 +321,6 @@ def test_normal_uniform_truncated_normal():
 
 
 def test_initializers_are_deterministic_and_jit():
-    random = _random()
     key = random.PRNGKey(5)
     f = init.he_uniform()
     a, b = f(key, (3, 4)), f(key, (3, 4))

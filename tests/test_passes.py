@@ -17,12 +17,14 @@ import functrax.numpy as fnp
 from functrax import lax
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr
+from functrax.errors import JaxprTypeError
 from functrax.passes import pipeline
 from functrax.passes.const_fold import MAX_ELEMENTS, const_fold, prune_consts
 from functrax.passes.cse import cse, no_cse
 from functrax.passes.dce import dce
 from functrax.passes.forward import forward, forward_inputs, forward_outputs
 from functrax.passes.simplify import lossless, simplify
+from functrax.passes.simplify import rules as simplify_rules
 
 F32 = np.float32
 
@@ -316,6 +318,32 @@ def test_simplify_broadcast_and_rev():
     f = lambda x: (bid(x), rev(x, ()), rev(rev(x, (1,)), (1,)), rev(x, (1,)))
     _, after = apply(lambda c: on_jaxpr(dce)(on_jaxpr(simplify)(c)), f, X)
     assert names(after) == ["rev"]
+
+
+def test_simplify_raises_on_an_ill_typed_rewrite(monkeypatch):
+    """A rule proposing an equation that does not type-check (or that changes the outputs'
+    types) is a bug in the rule: simplify raises, naming the rule's primitive and the types,
+    instead of keeping the original equation silently."""
+    # transpose: a permutation of the wrong length does not type-check at all
+    bad_perm = lambda eqn, ctx: eqn.replace(params=dict(eqn.params, permutation=(0,)))
+    monkeypatch.setitem(simplify_rules, P.transpose_p, bad_perm)
+    j = functrax.make_jaxpr(lambda x: bind(P.transpose_p, x, permutation=(1, 0)))(X).jaxpr
+    with pytest.raises(JaxprTypeError, match=r"(?s)the rule for 'transpose' rewrote .*"
+                       r"f32\[2,3\]\) -> \(f32\[3,2\]\).* ill-typed"):
+        simplify(j)
+    # convert_element_type: well typed, but to int32 where the output is float16
+    to_i32 = lambda eqn, ctx: eqn.replace(params=dict(eqn.params, new_dtype=np.dtype(np.int32)))
+    monkeypatch.setitem(simplify_rules, P.convert_element_type_p, to_i32)
+    j = functrax.make_jaxpr(lambda x: x.astype(np.float16))(X).jaxpr
+    with pytest.raises(JaxprTypeError, match=r"the rule for 'convert_element_type' .* gives "
+                       r"\(i32\[2,3\]\) instead of \(f16\[2,3\]\)"):
+        simplify(j)
+    # a weak-type change is a type change too
+    weak = lambda eqn, ctx: eqn.replace(params=dict(eqn.params, weak_type=True))
+    monkeypatch.setitem(simplify_rules, P.convert_element_type_p, weak)
+    with pytest.raises(JaxprTypeError, match=r"gives \(f16\[2,3\]\{weak\}\) instead of "
+                       r"\(f16\[2,3\]\)"):
+        simplify(j)
 
 
 def test_simplify_returns_input_when_nothing_to_do():

@@ -26,7 +26,7 @@ import sys  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-pytest.importorskip("triton")
+import triton  # noqa: E402, F401 - a required dependency, after TRITON_INTERPRET=1
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402

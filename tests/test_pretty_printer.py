@@ -1,17 +1,6 @@
 """Tests for functrax.pretty_printer (JAX pretty_printer semantics)."""
 
-import importlib.util
-import os
-
-try:
-  from functrax import pretty_printer as pp
-except Exception:  # package __init__ may be missing or mid-edit
-  _path = os.path.join(os.path.dirname(__file__), os.pardir, "functrax",
-                       "pretty_printer.py")
-  _spec = importlib.util.spec_from_file_location("_functrax_pretty_printer",
-                                                 _path)
-  pp = importlib.util.module_from_spec(_spec)
-  _spec.loader.exec_module(pp)
+from functrax import pretty_printer as pp
 
 nil, text, concat, brk = pp.nil, pp.text, pp.concat, pp.brk
 group, nest, join = pp.group, pp.nest, pp.join

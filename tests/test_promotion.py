@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -21,16 +22,9 @@ TABLE = json.loads(VECTORS.read_text()) if VECTORS.exists() else None
 needs_table = pytest.mark.skipif(TABLE is None, reason=f"JAX promotion vectors not found at "
                                  f"{VECTORS} (the shared/ folder must sit beside the clone)")
 
-try:
-    import ml_dtypes
-except ImportError:  # pragma: no cover - optional extra
-    ml_dtypes = None
-
 
 def _dt(name: str) -> np.dtype:
     if name == "bfloat16":
-        if ml_dtypes is None:
-            pytest.skip("bfloat16 needs ml_dtypes")
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
 
@@ -146,9 +140,8 @@ def test_jaxpr_keeps_the_scalar_literal_typed():
 # --- lattice properties ---
 
 _DTYPES = [np.dtype(t) for t in (np.bool_, np.uint8, np.uint16, np.uint32, np.int8, np.int16,
-                                 np.int32, np.float16, np.float32, np.complex64)]
-if ml_dtypes is not None:
-    _DTYPES.append(np.dtype(ml_dtypes.bfloat16))
+                                 np.int32, np.float16, np.float32, np.complex64,
+                                 ml_dtypes.bfloat16)]
 _WEAKABLE = {np.dtype(np.int32), np.dtype(np.float32), np.dtype(np.complex64)}
 
 

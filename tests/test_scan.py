@@ -515,10 +515,6 @@ def test_vmap_of_jit_of_scan_and_out_axes():
 
 def test_vmap_with_a_collective_in_the_body():
     xs = rand(4, 3)
-    try:
-        vmap(lambda v: lax.psum(v, "i"), axis_name="i")(xs[0])
-    except ValueError as e:  # lax.psum calls the builtin `map`, which lax.map now shadows
-        pytest.xfail(f"lax.psum is broken by lax.map shadowing builtins.map in lax.py: {e}")
     f = lambda x: lax.scan(lambda c, v: (c + lax.psum(v, "i"), c), 0.0, x)  # noqa: E731
     got = vmap(f, axis_name="i", in_axes=1)(xs)
     ref = loop_scan(lambda c, v: (c + v.sum(), c), 0.0, xs)

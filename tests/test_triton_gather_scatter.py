@@ -89,8 +89,7 @@ def test_gather_matches_numpy_backend_without_fallback(name):
     run_both(f, *args)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.float16, np.uint8, np.int64] +
-                         ([BF16] if BF16 is not None else []))
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.float16, np.uint8, np.int64, BF16])
 def test_gather_dtypes(dtype):
     x = arr((5, 3), dtype)
     run_both(lambda x, i: x[i], x, I_OOB)
@@ -210,8 +209,7 @@ def _loop_mul(x, i, y):
     return _loop_scatter(x, i, y, lambda old, new: old * new)
 
 
-SET_DTYPES = [np.float32, np.int32, np.bool_, np.float16, np.uint8, np.int64, np.int8] + \
-    ([BF16] if BF16 is not None else [])
+SET_DTYPES = [np.float32, np.int32, np.bool_, np.float16, np.uint8, np.int64, np.int8, BF16]
 
 
 @pytest.mark.parametrize("dtype", SET_DTYPES, ids=lambda d: np.dtype(d).name)

@@ -149,9 +149,7 @@ def _sort_input(dtype, shape, rng):
 
 SORT_LAYOUTS = [("float32", (9,), 0), ("float32", (3, 7), 0), ("float32", (2, 5, 3), 1),
                 ("int32", (4, 17), 1), ("int8", (3, 6), 1), ("uint16", (5, 4), 0),
-                ("bool", (2, 9), 1), ("float16", (2, 12), 1)]
-if BF16 is not None:
-    SORT_LAYOUTS.append((BF16.name, (3, 6), 1))
+                ("bool", (2, 9), 1), ("float16", (2, 12), 1), (BF16.name, (3, 6), 1)]
 SORT_CASES = [pytest.param(*lay, id=f"{lay[0]}-{lay[1]}-ax{lay[2]}") for lay in SORT_LAYOUTS]
 
 
@@ -177,7 +175,6 @@ def test_argsort_is_stable_with_ties(dtype, shape, axis):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
 def test_numpy_backend_sorts_bfloat16_like_float32():
     """bfloat16 keys (numpy cannot order ml_dtypes values) sort as their float32 values:
     NaNs last, -0.0 == 0.0 kept in order (stable), eager and under jit, also as a second key."""
@@ -241,9 +238,7 @@ def test_sort_fallbacks_name_their_reason():
 
 BITCASTS = [("float32", "int32"), ("float32", "uint32"), ("int32", "float32"),
             ("uint32", "float32"), ("float16", "int16"), ("uint16", "float16"),
-            ("int8", "uint8")]
-if BF16 is not None:
-    BITCASTS += [(BF16.name, "uint16"), ("int16", BF16.name)]
+            ("int8", "uint8"), (BF16.name, "uint16"), ("int16", BF16.name)]
 
 
 @pytest.mark.parametrize("src, dst", BITCASTS, ids=[f"{a}-{b}" for a, b in BITCASTS])

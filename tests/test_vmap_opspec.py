@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import functrax
 import functrax.numpy as fnp
-from functrax import dtypes
 from functrax.tree_util import tree_flatten, tree_unflatten
 from tests.opspec import all_specs
 
@@ -121,6 +120,5 @@ def test_vmap_matches_loop(spec, data):
 
 def test_not_vmappable_names_are_current():
     names = {s.name for s in SPECS}
-    optional = {n for n in NOT_VMAPPABLE if "bf16" in n} if dtypes.bfloat16 is None else set()
-    stale = sorted(set(NOT_VMAPPABLE) - names - optional)
+    stale = sorted(set(NOT_VMAPPABLE) - names)
     assert not stale, f"NOT_VMAPPABLE lists specs that no longer exist: {stale}"

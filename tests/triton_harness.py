@@ -2,8 +2,8 @@
 
 Import it FIRST in a Triton test module (``from tests import triton_harness``, before any
 import that could import triton): it sets ``TRITON_INTERPRET=1`` before importing triton, so
-kernels run in Triton's CPU interpreter, and skips the importing module when triton is
-missing. It holds the per-test kernel cache fixture (``fresh_cache``: a module uses it by
+kernels run in Triton's CPU interpreter (triton and ml_dtypes are required dependencies:
+no skips). It holds the per-test kernel cache fixture (``fresh_cache``: a module uses it by
 binding the name, ``fresh_cache = triton_harness.fresh_cache``), random inputs, the
 compile/lower shortcuts and a few small programs.
 """
@@ -13,10 +13,10 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # noqa: E402 - before anything imports triton
 
+import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-pytest.importorskip("triton")
+import triton  # noqa: E402, F401 - a required dependency, imported under TRITON_INTERPRET=1
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
@@ -24,11 +24,7 @@ from functrax import nn  # noqa: E402
 from functrax.lowering.triton import cache as tcache  # noqa: E402
 from functrax.lowering.triton.backend import compile_triton  # noqa: E402
 
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - optional dependency
-    BF16 = None
+BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def normal_from(rng):

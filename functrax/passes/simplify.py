@@ -6,11 +6,13 @@
 * an atom (a Var or Literal already in scope): the equation's single output *is* that atom;
 * a new :class:`JaxprEqn` binding the same output variables: use it instead.
 
-The driver (:func:`simplify`) only accepts a rewrite that keeps types exactly: a forwarded
-atom must have the *same* aval as the output it replaces (shape, dtype and weak type), and a
-replacement equation must abstractly evaluate to the outputs' avals. So scalar promotion
-(``mul a:f32[] 1.0`` with an ``f32[3]`` result) is never "simplified" away, and weak types
-(which decide the result types of later re-tracing) are never changed anywhere.
+The driver (:func:`simplify`) keeps types exactly: a forwarded atom is used only when it has
+the *same* aval as the output it replaces (shape, dtype and weak type; otherwise the equation
+is kept), and a replacement equation must abstractly evaluate to the outputs' avals: one that
+does not (or does not type-check at all) is a bug in its rule and raises ``JaxprTypeError``
+naming the rule's primitive and the types, so rules check types before proposing one. So
+scalar promotion (``mul a:f32[] 1.0`` with an ``f32[3]`` result) is never "simplified" away,
+and weak types (which decide the result types of later re-tracing) are never changed anywhere.
 
 Rules see through *splat constants*: an operand made by ``broadcast_in_dim`` of a literal
 counts as that scalar (``fnp.zeros(3) + x`` simplifies like ``x + 0``). As XLA's algebraic
@@ -24,6 +26,7 @@ import numpy as np
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.core import Jaxpr, JaxprEqn, Literal
+from functrax.errors import JaxprTypeError
 from functrax.passes.substitution import Substitution
 
 # primitive -> rule(eqn, ctx) -> None | atom | JaxprEqn
@@ -88,8 +91,8 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
         rule = rules.get(eqn.primitive)
         res = rule(eqn, ctx) if rule is not None else None
         if isinstance(res, JaxprEqn):
-            if _same_types(res, eqn):
-                eqn, changed = res, True
+            _check_rewrite(res, eqn)
+            eqn, changed = res, True
         elif res is not None and res.aval == eqn.outvars[0].aval:
             subst[eqn.outvars[0]] = res
             changed = True
@@ -100,13 +103,32 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     return subst.rebuild(jaxpr, eqns) if changed else jaxpr
 
 
-def _same_types(new: JaxprEqn, old: JaxprEqn) -> bool:
+def _types(avals) -> str:
+    return "(" + ", ".join(f"{a.str_short()}{'{weak}' if a.weak_type else ''}"
+                           for a in avals) + ")"
+
+
+def _check_rewrite(new: JaxprEqn, old: JaxprEqn) -> None:
+    """Raise unless the rewrite ``new`` that the rule for ``old.primitive`` proposed is well
+    typed and binds ``old``'s outputs with exactly their avals (weak types included).
+
+    An ill-typed rewrite is a bug in a rule (rules must check shapes, dtypes and weak types
+    before proposing an equation), so it fails loudly instead of being skipped.
+    """
+    in_avals = [v.aval for v in new.invars]
+    want = [v.aval for v in old.outvars]
+
+    def what():
+        return (f"simplify: the rule for '{old.primitive}' rewrote {old!r} (operands "
+                f"{_types(v.aval for v in old.invars)} -> {_types(want)}) into "
+                f"'{new.primitive}' on operands {_types(in_avals)}")
     try:
-        out = core.abstract_eval(new.primitive, [v.aval for v in new.invars], new.params)
-    except Exception:  # noqa: BLE001 - a rule proposed an ill-typed rewrite: keep the original
-        return False
-    outs = out if new.primitive.multiple_results else [out]
-    return len(outs) == len(old.outvars) and all(a == v.aval for a, v in zip(outs, old.outvars))
+        out = core.abstract_eval(new.primitive, in_avals, new.params)
+    except (TypeError, ValueError) as e:
+        raise JaxprTypeError(f"{what()}, which is ill-typed: {e}") from e
+    outs = list(out) if new.primitive.multiple_results else [out]
+    if outs != want:
+        raise JaxprTypeError(f"{what()}, which gives {_types(outs)} instead of {_types(want)}")
 
 
 # --- arithmetic identities ---

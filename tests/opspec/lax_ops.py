@@ -7,16 +7,17 @@ own tests (tests/test_gather_scatter.py).
 import math
 import statistics
 
+import ml_dtypes
 import numpy as np
 
 import functrax
-from functrax import dtypes, lax
+from functrax import lax
 from functrax import primitives as P
 from tests.opspec.spec import BOOL, F32, I8, I32, U8, OpSpec, distinct, nonzero, positive, uniform
 
 C64 = np.dtype(np.complex64)
 F16 = np.dtype(np.float16)
-BF16 = None if dtypes.bfloat16 is None else np.dtype(dtypes.bfloat16)
+BF16 = np.dtype(ml_dtypes.bfloat16)
 
 UN = (((3,),), ((2, 3),))
 BIN = (((3,), (3,)), ((2, 3), (2, 3)), ((2, 3), ()), ((), (4,)))
@@ -388,10 +389,9 @@ CONVERT = [
     _convert("c64_f32", np.float32, lambda x: np.real(x), (C64,), domain=complex_uniform()),
     _convert("f32_c64", np.complex64, lambda x: x.astype(np.complex64), (F32,)),
     _convert("f32_weak", np.float32, lambda x: x, (F32,), weak_type=True),
-] + ([] if BF16 is None else [
     _convert("f32_bf16", BF16, lambda x: x.astype(BF16), (F32,)),
     _convert("bf16_f32", np.float32, lambda x: x.astype(np.float32), (BF16,)),
-])
+]
 
 # --- reductions ---
 

@@ -282,7 +282,7 @@ def _kernel_only_ms(prog, g):
     env.update(zip(p._invars, [x.gpu_buffer for x in g]))
     vals = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
             for v in step.group.inputs]
-    ins = [runtime._to_device(v, 0) for v in vals]
+    ins = [runtime.to_device(v, 0) for v in vals]
     k = step.kernel
     if len(ins) != len(k.source.in_avals):  # a hand-written kernel with its own arguments
         return None
@@ -395,9 +395,9 @@ def section_mlp(opts):
 def section_info(opts):
     import triton
 
-    from functrax.runtime import gpu_buffer
+    from functrax.runtime import cuda, gpu_buffer
     ctx = gpu_buffer.context(0)
-    core = gpu_buffer.cuda_core()
+    core = cuda.cuda_core()
     record("device", "INFO", f"{ctx.name}, sm_{ctx.compute_capability}, triton "
            f"{triton.__version__}, cuda-core {getattr(core, '__version__', '?')} "
            f"({core.__name__}), cupy {'yes' if _cupy() else 'no'}")
@@ -415,7 +415,7 @@ def section_pmap(opts):
     import functrax.numpy as fnp
     from functrax import lax
     from functrax.config import config
-    from functrax.runtime import gpu_buffer
+    from functrax.lowering.triton import gpu_hooks
     from functrax.runtime import pmap_gpu
     gpus = functrax.devices("gpu")
     n = len(gpus)
@@ -441,7 +441,7 @@ def section_pmap(opts):
             for g in got:
                 g.block_until_ready()
             bad = {type(b).__name__ for g in got for b in g.gpu_buffers()
-                   if type(b) is not gpu_buffer.GpuBuffer}
+                   if not gpu_hooks.is_buffer(b)}  # (the registered class: GpuBuffer)
             diff = compare(got, want, 1e-5, 1e-5)
             if bad:
                 diff = f"shards are {bad}, not GpuBuffers"
@@ -526,8 +526,8 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
-    from functrax.lowering.triton.runtime import cuda_device_count
-    if cuda_device_count() == 0:
+    from functrax.runtime.cuda import device_count
+    if device_count() == 0:
         print("gpu_check: no CUDA GPU is visible (libcuda.so.1 missing or no device): "
               "nothing to check on a GPU here.")
         if opts.cpu_smoke:

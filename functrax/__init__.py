@@ -6,6 +6,9 @@
 """
 from functrax.config import config  # noqa: F401
 from functrax import dtypes  # noqa: F401
+# first of the layers: registers the CUDA runtime (probe, buffers, launcher) into the Triton
+# backend's table before anything imports triton (TRITON_INTERPRET is decided by the probe)
+from functrax.runtime import gpu_registration as _gpu_registration  # noqa: F401
 from functrax.core import Array, ShapedArray, ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr  # noqa: F401
 from functrax.core import jaxpr_as_fun  # noqa: F401
 from functrax.errors import (  # noqa: F401

@@ -8,6 +8,9 @@ block-size configs and a ``compile_sm90`` helper (PTX + cubin for ``GPUTarget("c
 >>> from kernels import softmax                       # doctest: +SKIP
 >>> y = softmax.softmax(np.ones((3, 5), np.float32))  # doctest: +SKIP
 """
-# Importing the runtime first sets TRITON_INTERPRET=1 when no CUDA device is visible, before
-# the kernel modules import triton (``@triton.jit`` reads the variable when it decorates).
-from functrax.lowering.triton import runtime as _runtime  # noqa: F401
+# Set TRITON_INTERPRET=1 when no CUDA device is visible, before the kernel modules import
+# triton (``@triton.jit`` reads the variable when it decorates). ``import functrax`` (which
+# runs first) registered the real probe.
+from functrax.lowering.triton.gpu_hooks import ensure_triton_env as _ensure_triton_env
+
+_ensure_triton_env()

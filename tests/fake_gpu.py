@@ -1,8 +1,11 @@
 """A fake GPU for tests of the GPU paths on a machine without one: numpy-backed buffers
 standing in for ``gpu_buffer.GpuBuffer`` whose kernels run in Triton's interpreter.
 
-``install(monkeypatch, n_devices)`` patches the runtime to believe ``n_devices`` GPUs are
-visible and returns the list the fake launcher appends ``(kernel name, device id)`` to.
+``install(monkeypatch, n_devices)`` registers the fake as the GPU of the Triton backend
+(``gpu_hooks.register_gpu``, as the CUDA runtime registers itself: ``n_devices`` devices,
+:class:`FakeGpuBuffer`, a launcher into the interpreter) until the test ends, and returns
+the list the fake launcher appends ``(kernel name, device id)`` to; ``register(monkeypatch,
+support)`` registers any ``GpuSupport`` (``gpu_hooks.NO_GPU``: none) until the test ends.
 ``FakeGpuBuffer.reads`` records the shape of every copy back to the host.
 """
 from __future__ import annotations
@@ -49,11 +52,18 @@ class FakeGpuBuffer:
     __cuda_array_interface__ = property(lambda self: {"shape": self.shape})
 
 
+def register(monkeypatch, support):
+    """``gpu_hooks.register_gpu(support)`` until the test ends."""
+    from functrax.lowering.triton import gpu_hooks
+    # the registration is one attribute of gpu_hooks: monkeypatch restores it at teardown
+    monkeypatch.setattr(gpu_hooks, "_GPU", gpu_hooks.registered())
+    gpu_hooks.register_gpu(support)
+
+
 def install(monkeypatch, n_devices: int = 1) -> list:
-    """Make the runtime see ``n_devices`` fake GPUs; returns the launch log."""
-    from functrax.runtime import gpu_devices as gpu
-    from functrax.runtime import gpu_buffer
-    from functrax.lowering.triton import runtime
+    """Make the runtime see ``n_devices`` fake GPUs (until the test ends); returns the
+    launch log."""
+    from functrax.lowering.triton import gpu_hooks, runtime
     launches = []
     lock = threading.Lock()  # Triton's interpreter patches triton.language: one at a time
 
@@ -64,14 +74,11 @@ def install(monkeypatch, n_devices: int = 1) -> list:
         assert len({b.device_id for b in bufs}) <= 1, "a kernel mixing devices"
         launches.append((kernel.source.name, bufs[0].device_id if bufs else 0))
         with lock:
-            runtime._launch_interpreter(kernel, [b.array for b in inputs],
-                                        [b.array for b in outputs])
+            runtime.launch_interpreter(kernel, [b.array for b in inputs],
+                                       [b.array for b in outputs])
 
-    monkeypatch.setattr(gpu_buffer, "GpuBuffer", FakeGpuBuffer)
-    monkeypatch.setattr(runtime, "_DEVICE_COUNT", n_devices)
-    monkeypatch.setattr(runtime, "gpu_active", lambda: True)
-    monkeypatch.setattr(runtime, "launch", launch)
-    monkeypatch.setattr(runtime, "_SCALARS", {})
-    monkeypatch.setattr(gpu, "_GPU_DEVICES", None)
+    register(monkeypatch, gpu_hooks.GpuSupport(device_count=lambda: n_devices,
+                                               buffer=FakeGpuBuffer, launch=launch,
+                                               interpreted=True))
     FakeGpuBuffer.reads = []
     return launches

@@ -28,10 +28,10 @@ import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
 from functrax.runtime import gpu_devices as gpu  # noqa: E402
 from functrax import nn
-from functrax.runtime import gpu_buffer  # noqa: E402
+from functrax.runtime import cuda, gpu_buffer  # noqa: E402
 from functrax.lowering.fusion.planner import plan_fusion  # noqa: E402
-from functrax.lowering.triton import autotune, cache as tcache, runtime  # noqa: E402
-from functrax.runtime import gpu_launch
+from functrax.lowering.triton import autotune, cache as tcache, gpu_hooks, runtime  # noqa: E402
+from functrax.runtime import gpu_launch, gpu_registration  # noqa: E402
 from functrax.lowering.triton.codegen import GPU_CANDIDATES, KernelConfig  # noqa: E402
 from functrax.passes.pipeline import optimize  # noqa: E402
 from tests import fake_gpu as fake_gpu_lib  # noqa: E402
@@ -139,7 +139,7 @@ def test_jit_gpu_backend_without_gpu_raises_jax_error():
 
 
 def test_missing_cuda_core_names_the_extra(monkeypatch):
-    monkeypatch.setattr(gpu_buffer, "_MODULES", {})
+    monkeypatch.setattr(cuda, "_MODULES", {})
     monkeypatch.setitem(sys.modules, "cuda.core", None)
     monkeypatch.setitem(sys.modules, "cuda.core.experimental", None)
     with pytest.raises(ImportError, match=r"pip install 'functrax\[gpu\]'"):
@@ -293,7 +293,7 @@ def test_launch_gpu_argument_list(monkeypatch):
                                profile_scratch_size=0, profile_scratch_align=1)
     compiled = types.SimpleNamespace(metadata=md, asm={"cubin": b"\0", "ptx": ptx})
     ctx = types.SimpleNamespace(device_id=0, compute_capability=90, stream="stream0")
-    monkeypatch.setattr(gpu_buffer, "_MODULES", {"core": fake})
+    monkeypatch.setattr(cuda, "_MODULES", {"core": fake})
     monkeypatch.setattr(gpu_buffer, "context", lambda i=0: ctx)
     monkeypatch.setattr(gpu_launch, "_compile", lambda kernel, cc: compiled)
     monkeypatch.setattr(gpu_launch, "_MEMO", {})
@@ -382,6 +382,88 @@ def test_fake_gpu_mlp_step_matches_numpy_backend(fake_gpu):
     for g, w in zip(functrax.tree_util.tree_leaves(got), functrax.tree_util.tree_leaves(want)):
         assert type(g) is gpu.GpuArray
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+# --- the GPU table of the Triton backend (gpu_hooks) and who registers into it ---
+
+
+def test_import_registers_the_cuda_runtime():
+    gpu = gpu_hooks.registered()
+    assert gpu is gpu_registration.CUDA and not gpu.interpreted
+    assert gpu.device_count is cuda.device_count and gpu.buffer is gpu_buffer.GpuBuffer
+    assert gpu.launch is gpu_launch.launch_gpu and gpu.time_launch is gpu_launch.time_launch
+    assert gpu_hooks.device_count() == cuda.device_count() == runtime.cuda_device_count() == 0
+    assert not runtime.gpu_active() and not gpu_hooks.is_buffer(np.ones(2))
+
+
+def test_fake_gpu_registration_is_undone_after_the_test():
+    with pytest.MonkeyPatch.context() as mp:
+        launches = fake_gpu_lib.install(mp, 2)
+        assert gpu_hooks.device_count() == 2 and runtime.gpu_active()
+        assert gpu_hooks.buffer_class() is FakeGpuBuffer and functrax.device_count("gpu") == 2
+        x = functrax.device_put(np.ones(3, np.float32), functrax.devices("gpu")[1])
+        out = functrax.jit(lambda x: x * 2.0)(x)
+        assert type(out.gpu_buffer) is FakeGpuBuffer and out.device.id == 1
+        assert launches and {d for _, d in launches} == {1}
+    assert gpu_hooks.registered() is gpu_registration.CUDA and not runtime.gpu_active()
+    with pytest.raises(RuntimeError, match="Unknown backend: 'gpu' requested"):
+        functrax.devices("gpu")
+
+
+def test_no_gpu_registered(monkeypatch):
+    fake_gpu_lib.register(monkeypatch, gpu_hooks.NO_GPU)
+    assert gpu_hooks.device_count() == 0 and not runtime.gpu_active()
+    with pytest.raises(NotImplementedError, match="no GPU buffer class is registered"):
+        gpu_hooks.buffer_class()
+    with pytest.raises(NotImplementedError, match="provides no time_launch"):
+        gpu_hooks.time_launch(lambda: None, 0)
+    with pytest.raises(TypeError, match="expected a GpuSupport"):
+        gpu_hooks.register_gpu(object())
+
+
+def test_registered_gpu_without_a_launcher(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    fake_gpu_lib.register(monkeypatch, gpu_hooks.GpuSupport(device_count=lambda: 1,
+                                                            buffer=FakeGpuBuffer))
+    assert runtime.gpu_active()
+    group = _group(lambda x: x * 2.0, np.ones(4, np.float32))
+    kernel = runtime.build_kernel(group, KernelConfig(max_block=1024, num_warps=8))
+    with pytest.raises(NotImplementedError, match="no GPU launcher is registered"):
+        kernel(np.ones(4, np.float32))
+    calls = []
+    assert runtime.register_gpu_launcher(lambda k, ins, outs: calls.append(
+        (k.source.name, [type(b) for b in ins + outs]))) is None
+    (out,) = kernel(np.ones(4, np.float32))
+    assert type(out) is FakeGpuBuffer and calls == [(kernel.source.name, [FakeGpuBuffer] * 2)]
+
+
+_TRITON_IMPORT_CHECK = """
+import os, sys
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton":
+            hooks = sys.modules.get("functrax.lowering.triton.gpu_hooks")
+            cuda = sys.modules.get("functrax.runtime.cuda")
+            assert hooks is not None and cuda is not None, "triton before the registration"
+            assert hooks.registered().device_count is cuda.device_count
+            assert os.environ.get("TRITON_INTERPRET") == "1", "no GPU: the interpreter"
+            print("checked")
+sys.meta_path.insert(0, Watch())
+import MODULE
+import triton
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("module", ["kernels", "kernels.softmax",
+                                    "functrax.lowering.triton.runtime"])
+def test_the_probe_is_registered_before_triton_is_imported(module):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = ROOT
+    proc = subprocess.run([sys.executable, "-c", _TRITON_IMPORT_CHECK.replace("MODULE", module)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["checked", "ok"]
 
 
 # --- the GPU check script ---

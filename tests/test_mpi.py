@@ -209,3 +209,21 @@ def test_initialize_rejects_unsupported_arguments():
         functrax.distributed.initialize(coordinator_address="localhost:1234")
     assert not functrax.distributed.is_initialized()
     functrax.distributed.shutdown()  # a no-op when not initialized
+
+
+def test_axis_across_processes_needs_initialize():
+    """The communicator of an axis spanning processes is the one ``initialize`` registers
+    (``pmap_runtime.register_process_communicator``); without it, a clear error."""
+    from functrax.runtime import pmap_runtime as rt
+    axis = rt.GlobalAxis(2, [0, 1], [0])
+    with pytest.raises(RuntimeError, match=r"needs functrax.distributed.initialize\(\)"):
+        rt.run_replicas(lambda i: i, "i", [functrax.devices()[:1]], axis)
+    seen = []
+    previous = rt.register_process_communicator(
+        lambda a: seen.append(a) or rt.ThreadCommunicator())
+    try:
+        assert previous is None
+        assert rt.run_replicas(lambda i: i + 1, "i", [functrax.devices()[:1]], axis) == [1]
+        assert seen == [axis]
+    finally:
+        rt.register_process_communicator(previous)

@@ -680,9 +680,11 @@ def test_kernel_checks_its_arguments(kcache):
 
 
 def test_launch_without_interpreter_or_gpu(kcache, monkeypatch):
+    from functrax.lowering.triton import gpu_hooks
+    from tests import fake_gpu
     k = runtime.build_kernel(whole_group(trace(lambda x: x + 1.0, normal(2, 3))), cache=kcache)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    monkeypatch.setattr(runtime, "_DEVICE_COUNT", 0)
+    fake_gpu.register(monkeypatch, gpu_hooks.NO_GPU)
     with pytest.raises(NotImplementedError, match="no CUDA GPU is visible"):
         k(normal(2, 3))
     # With a GPU visible, kernels run on GPU buffers through the cuda-core launcher: that

@@ -1,0 +1,12 @@
+"""The runtime layer: where programs run and what they run on.
+
+- ``devices``: virtual CPU devices, ``ShardedArray``, ``device_put``; ``gpu_devices``: CUDA
+  devices and GPU-resident arrays;
+- ``cuda``: the CUDA probe and the cuda-core / driver loaders; ``gpu_buffer``: GPU memory;
+  ``gpu_launch``: compiling and launching Triton kernels through cuda-core;
+  ``gpu_registration``: registers those into the Triton backend (``lowering/triton/
+  gpu_hooks.py``) when functrax is imported;
+- ``pmap_runtime``: replica threads and collectives; ``pmap_gpu``: pmap on GPUs;
+  ``nccl_communicator`` / ``mpi_communicator``: collectives through NCCL / MPI;
+  ``distributed``: multi-process runs under MPI.
+"""

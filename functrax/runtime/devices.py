@@ -68,7 +68,7 @@ _backend: _Backend | None = None
 _process_layout: tuple | None = None
 
 
-def _set_process_layout(layout) -> None:
+def set_process_layout(layout) -> None:
     """Make the device list span processes (``(process_index, counts)``; None: this
     process only); used by ``functrax.distributed``. Forgets the current device list."""
     global _process_layout, _backend
@@ -77,7 +77,9 @@ def _set_process_layout(layout) -> None:
         _backend = None
 
 
-def _configured_count() -> int:
+def configured_count() -> int:
+    """The number of virtual CPU devices this process is configured for (``num_cpu_devices``,
+    else ``FUNCTRAX_NUM_CPU_DEVICES``, else 1)."""
     n = config.read("num_cpu_devices")
     source = "functrax.config num_cpu_devices"
     if n is None:
@@ -102,12 +104,19 @@ def _get_backend() -> _Backend:
         with _lock:
             if _backend is None:
                 if _process_layout is None:
-                    _backend = _Backend(_configured_count())
+                    _backend = _Backend(configured_count())
                 else:
                     me, counts = _process_layout
                     _backend = _Backend(counts[me], me, len(counts), counts)
             b = _backend
     return b
+
+
+def devices_in_use() -> list | None:
+    """The device list of every process if it was made already (by a first use of the
+    devices), else None."""
+    b = _backend
+    return None if b is None else list(b.devices)
 
 
 def clear_backends() -> None:

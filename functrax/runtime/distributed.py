@@ -31,8 +31,8 @@ import os
 import sys
 import time
 
-
-from functrax.runtime import devices as _devices_mod  # noqa: E402
+from functrax.runtime import devices as _devices_mod
+from functrax.runtime import pmap_runtime
 
 __all__ = ["initialize", "shutdown", "is_initialized", "launched_by_mpiexec"]
 
@@ -106,15 +106,16 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
             raise ValueError(f"functrax.distributed.initialize: {name}={v!r} is not supported: "
                              "the processes are the ranks of an MPI launch (mpiexec) and "
                              "each owns its num_cpu_devices virtual CPU devices; pass None")
-    b = _devices_mod._backend
-    if b is not None:
+    used = _devices_mod.devices_in_use()
+    if used is not None:
         raise RuntimeError(
             "functrax.distributed.initialize() must be called before any functrax devices are "
-            f"used: this process already made its device list ({len(b.devices)} device(s), "
+            f"used: this process already made its device list ({len(used)} device(s), "
             "by functrax.devices(), pmap, device_put_sharded, ...). Call it first thing in "
             "the program (or clear_backends() from functrax.runtime.devices before calling it).")
-    count = _devices_mod._configured_count()
+    count = _devices_mod.configured_count()
     MPI = _import_mpi()
+    from functrax.runtime.mpi_communicator import MPICommunicator  # (needs mpi4py)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
     if num_processes is not None and num_processes != size:
@@ -136,7 +137,8 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if abort_on_uncaught_exception and size > 1:
         st.prev_hook = sys.excepthook
         sys.excepthook = _abort_hook(st)
-    _devices_mod._set_process_layout((rank, st.counts))
+    _devices_mod.set_process_layout((rank, st.counts))
+    pmap_runtime.register_process_communicator(lambda axis: MPICommunicator(comm, axis.owners))
     _state = st
 
 
@@ -171,11 +173,5 @@ def shutdown() -> None:
     if st.prev_hook is not None:
         sys.excepthook = st.prev_hook
     _state = None
-    _devices_mod._set_process_layout(None)
-
-
-def _communicator():
-    """The MPI communicator of the pmap runtime (raises outside a multi-process run)."""
-    if _state is None:
-        raise RuntimeError("pmap across processes needs functrax.distributed.initialize()")
-    return _state.comm
+    pmap_runtime.register_process_communicator(None)
+    _devices_mod.set_process_layout(None)

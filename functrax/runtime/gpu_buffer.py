@@ -1,14 +1,13 @@
 """GPU memory without torch: buffers allocated and copied through ``cuda-core``.
 
-``cuda-core`` is an optional dependency (``pip install 'functrax[gpu]'``); it is imported
-lazily, the first time a GPU buffer or context is made, and a missing install raises an
-``ImportError`` naming the extra. Both spellings of its API are accepted: ``cuda.core``
-(>= 0.4) and ``cuda.core.experimental`` (older releases).
-
-Each device has one :class:`GpuContext`: the cuda-core ``Device``, one explicit stream on
-which every copy and launch of that device is ordered, its compute capability and name.
-Copies between host and device use the driver's ``cuMemcpy*Async`` on that stream (through
-``cuda.bindings``, which cuda-core depends on); copies back to the host synchronize it.
+Holds :class:`GpuBuffer` (a C-contiguous array in GPU memory; the device-buffer class that
+``gpu_registration`` registers into the Triton backend) and :class:`GpuContext` (one per
+device: the cuda-core ``Device``, one explicit stream on which every copy and launch of
+that device is ordered, its compute capability and name). ``cuda-core`` (the optional
+``functrax[gpu]`` extra) is loaded through :mod:`functrax.runtime.cuda`, the first time a
+buffer or context is made. Copies between host and device use the driver's
+``cuMemcpy*Async`` on the stream (through ``cuda.bindings``, which cuda-core depends on);
+copies back to the host synchronize it.
 
 >>> buf = GpuBuffer.from_numpy(np.arange(4, dtype=np.float32))   # doctest: +SKIP
 >>> np.asarray(buf)                                              # doctest: +SKIP
@@ -21,61 +20,14 @@ import threading
 
 import numpy as np
 
-__all__ = ["GpuBuffer", "GpuContext", "context", "cuda_core", "cuda_driver", "is_gpu_buffer",
-           "MISSING_CUDA_CORE"]
+from functrax.runtime import cuda
+# (re-exported: the loaders live in functrax.runtime.cuda)
+from functrax.runtime.cuda import MISSING_CUDA_CORE, cuda_core, cuda_driver  # noqa: F401
 
-MISSING_CUDA_CORE = ("functrax's GPU support needs the cuda-core package, which is not "
-                     "installed: pip install 'functrax[gpu]' (or pip install cuda-core)")
+__all__ = ["GpuBuffer", "GpuContext", "context", "make_current", "cuda_core", "cuda_driver",
+           "is_gpu_buffer", "MISSING_CUDA_CORE"]
 
-_MODULES: dict = {}
 _LOCK = threading.Lock()
-
-
-def cuda_core():
-    """The cuda-core module (``cuda.core``, or ``cuda.core.experimental`` in old releases).
-
-    Raises:
-      ImportError: naming the ``functrax[gpu]`` extra when cuda-core is not installed.
-    """
-    mod = _MODULES.get("core")
-    if mod is not None:
-        return mod
-    errors = []
-    for name in ("cuda.core", "cuda.core.experimental"):
-        try:
-            mod = __import__(name, fromlist=["Device"])
-            if not hasattr(mod, "Device"):
-                continue
-        except ImportError as e:
-            errors.append(f"{name}: {e}")
-            continue
-        _MODULES["core"] = mod
-        return mod
-    raise ImportError(MISSING_CUDA_CORE + (f" ({'; '.join(errors)})" if errors else ""))
-
-
-def cuda_driver():
-    """The CUDA driver bindings (``cuda.bindings.driver``, or the older ``cuda.cuda``)."""
-    mod = _MODULES.get("driver")
-    if mod is None:
-        cuda_core()  # the same install provides the bindings; name the extra when missing
-        try:
-            from cuda.bindings import driver as mod
-        except ImportError:
-            from cuda import cuda as mod  # cuda-python < 12.6
-        _MODULES["driver"] = mod
-    return mod
-
-
-def _check(result, what: str):
-    """Raise on a driver error; ``result`` is the tuple a ``cuda.bindings`` call returns."""
-    drv = cuda_driver()
-    err = result[0] if isinstance(result, tuple) else result
-    if err != drv.CUresult.CUDA_SUCCESS:
-        name = drv.cuGetErrorName(err)
-        label = name[1].decode() if len(name) > 1 and isinstance(name[1], bytes) else str(err)
-        raise RuntimeError(f"CUDA driver call {what} failed: {label}")
-    return result[1:] if isinstance(result, tuple) else ()
 
 
 class GpuContext:
@@ -90,7 +42,7 @@ class GpuContext:
     """
 
     def __init__(self, device_id: int):
-        core = cuda_core()
+        core = cuda.cuda_core()
         self.device_id = int(device_id)
         try:
             self.device = core.Device(self.device_id)
@@ -114,7 +66,7 @@ class GpuContext:
     @property
     def stream_handle(self):
         """The stream as the driver bindings want it (a ``CUstream``)."""
-        return cuda_driver().CUstream(int(self.stream.handle))
+        return cuda.cuda_driver().CUstream(int(self.stream.handle))
 
     def sync(self):
         """Wait for everything queued on this device's stream."""
@@ -140,6 +92,23 @@ def context(device_id: int = 0) -> GpuContext:
             if ctx is None:
                 ctx = _CONTEXTS[device_id] = GpuContext(device_id)
     ctx.activate()
+    return ctx
+
+
+def make_current(device_id: int) -> GpuContext:
+    """Make CUDA device ``device_id`` current in the calling thread, whatever was current.
+
+    ``GpuContext.activate`` remembers per context and thread that it made its device
+    current, and does not notice when another device became current since: a (pooled,
+    reused) thread that works on several GPUs calls this to switch, which also marks every
+    other context as not current in this thread.
+    """
+    ctx = context(device_id)
+    for other in list(_CONTEXTS.values()):
+        if other is not ctx:
+            other._local.current = False
+    ctx.device.set_current()
+    ctx._local.current = True
     return ctx
 
 
@@ -213,9 +182,9 @@ class GpuBuffer:
                              f"an array of {host.dtype.name}{list(host.shape)}")
         if self.nbytes:
             self._ctx.activate()
-            drv = cuda_driver()
-            _check(drv.cuMemcpyHtoDAsync(self._ptr, host.ctypes.data, self.nbytes,
-                                         self._ctx.stream_handle), "cuMemcpyHtoDAsync")
+            drv = cuda.cuda_driver()
+            cuda.check(drv.cuMemcpyHtoDAsync(self._ptr, host.ctypes.data, self.nbytes,
+                                           self._ctx.stream_handle), "cuMemcpyHtoDAsync")
             # pageable source memory: the copy is staged before the call returns, but keep
             # the source alive until then anyway
             del host
@@ -225,9 +194,9 @@ class GpuBuffer:
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
             self._ctx.activate()
-            drv = cuda_driver()
-            _check(drv.cuMemcpyDtoHAsync(out.ctypes.data, self._ptr, self.nbytes,
-                                         self._ctx.stream_handle), "cuMemcpyDtoHAsync")
+            drv = cuda.cuda_driver()
+            cuda.check(drv.cuMemcpyDtoHAsync(out.ctypes.data, self._ptr, self.nbytes,
+                                           self._ctx.stream_handle), "cuMemcpyDtoHAsync")
             self._ctx.sync()
         return out
 
@@ -251,9 +220,9 @@ class GpuBuffer:
         """A device-to-device copy (ordered on the stream)."""
         out = GpuBuffer(self.shape, self.dtype, self.device_id)
         if self.nbytes:
-            drv = cuda_driver()
-            _check(drv.cuMemcpyDtoDAsync(out._ptr, self._ptr, self.nbytes,
-                                         self._ctx.stream_handle), "cuMemcpyDtoDAsync")
+            drv = cuda.cuda_driver()
+            cuda.check(drv.cuMemcpyDtoDAsync(out._ptr, self._ptr, self.nbytes,
+                                           self._ctx.stream_handle), "cuMemcpyDtoDAsync")
         return out
 
     def __array__(self, dtype=None, copy=None):

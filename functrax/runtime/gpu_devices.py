@@ -1,9 +1,10 @@
 """CUDA GPU devices and GPU-resident arrays.
 
-``functrax.devices("gpu")`` (or ``"cuda"``) lists one :class:`GpuDevice` per visible CUDA
-GPU (found through ``libcuda``; no cuda-core needed to list them) and raises JAX's
+``functrax.devices("gpu")`` (or ``"cuda"``) lists one :class:`GpuDevice` per GPU of the
+registered GPU runtime (``gpu_hooks``: for CUDA, the devices ``libcuda`` reports, through
+:mod:`functrax.runtime.cuda`; no cuda-core needed to list them) and raises JAX's
 ``RuntimeError`` when there is none. ``functrax.device_put(x, gpu)`` copies ``x`` into GPU
-memory (a :class:`~functrax.runtime.gpu_buffer.GpuBuffer`, allocated through cuda-core) and
+memory (a buffer of the registered class: :class:`~functrax.runtime.gpu_buffer.GpuBuffer`) and
 returns a :class:`GpuArray`: an ``Array`` whose ``.device`` is that GPU. ``np.asarray`` of it
 copies back to the host; so do eager ``functrax.numpy`` operations on it (they run on the
 numpy backend), while ``jit`` runs GPU-resident inputs on the Triton backend and keeps its
@@ -18,13 +19,13 @@ True
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from functrax import core
 from functrax.core import Array, ShapedArray
-from functrax.runtime.devices import Device
+from functrax.core.device import Device
+from functrax.lowering.triton import gpu_hooks
+from functrax.runtime import cuda
 
 __all__ = ["GpuDevice", "GpuArray", "gpu_devices", "gpu_count", "default_backend",
            "GPU_PLATFORMS", "unknown_backend_error", "put_leaf", "wrap_buffer"]
@@ -33,22 +34,9 @@ GPU_PLATFORMS = ("gpu", "cuda")
 
 
 def gpu_count() -> int:
-    """The number of CUDA GPUs the driver sees (0 without a driver or a GPU)."""
-    from functrax.lowering.triton.runtime import cuda_device_count
-    return cuda_device_count()
-
-
-def _device_name(i: int) -> str:
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        dev = ctypes.c_int(0)
-        name = ctypes.create_string_buffer(256)
-        if lib.cuDeviceGet(ctypes.byref(dev), i) == 0 and \
-                lib.cuDeviceGetName(name, 256, dev) == 0:
-            return name.value.decode(errors="replace")
-    except OSError:
-        pass
-    return "gpu"
+    """The number of GPUs the registered probe sees (for CUDA, the driver's; 0 without a
+    driver or a GPU)."""
+    return gpu_hooks.device_count()
 
 
 class GpuDevice(Device):
@@ -76,7 +64,7 @@ class GpuDevice(Device):
     __str__ = __repr__
 
 
-_GPU_DEVICES: list | None = None
+_GPU_DEVICES: tuple | None = None  # (the GPU registration they were listed for, devices)
 
 
 def unknown_backend_error(backend) -> RuntimeError:
@@ -96,9 +84,10 @@ def gpu_devices() -> list:
     n = gpu_count()
     if n == 0:
         raise unknown_backend_error("gpu")
-    if _GPU_DEVICES is None or len(_GPU_DEVICES) != n:
-        _GPU_DEVICES = [GpuDevice(i, 0, _device_name(i)) for i in range(n)]
-    return list(_GPU_DEVICES)
+    gpu = gpu_hooks.registered()
+    if _GPU_DEVICES is None or _GPU_DEVICES[0] is not gpu or len(_GPU_DEVICES[1]) != n:
+        _GPU_DEVICES = (gpu, [GpuDevice(i, 0, cuda.device_name(i)) for i in range(n)])
+    return list(_GPU_DEVICES[1])
 
 
 def default_backend() -> str:
@@ -176,10 +165,10 @@ def put_leaf(x, device):
     if type(device) is GpuDevice:
         if type(x) is GpuArray and x._device == device:
             return x
-        from functrax.runtime.gpu_buffer import GpuBuffer
         aval = core.get_aval(x)
         host = np.asarray(x._value if isinstance(x, Array) else core.to_numpy_value(x, aval))
-        return GpuArray._wrap(GpuBuffer.from_numpy(host, device.id), aval, device)
+        buf = gpu_hooks.buffer_class().from_numpy(host, device.id)
+        return GpuArray._wrap(buf, aval, device)
     if type(x) is GpuArray:
         return Array._make(x._value, x.aval)
     if isinstance(x, Array):

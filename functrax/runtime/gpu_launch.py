@@ -14,7 +14,10 @@ list, so every Triton version gets exactly what its kernel declares; a scratch p
 null when the kernel's ``metadata`` asks for 0 bytes, else it points at a buffer of
 ``grid size * num_ctas * size`` bytes (as Triton's own launcher allocates).
 
-Importing this module registers :func:`launch_gpu` with ``runtime.register_gpu_launcher``.
+``gpu_registration`` registers :func:`launch_gpu` (and :func:`time_launch`,
+:func:`device_name`, for autotuning) into the Triton backend's table
+(``lowering/triton/gpu_hooks.py``); this module imports nothing of the lowering (a kernel
+is anything with a ``source`` and an ``fn``).
 """
 from __future__ import annotations
 
@@ -25,10 +28,10 @@ import time
 
 import numpy as np
 
-from functrax.runtime import gpu_buffer
-from functrax.lowering.triton import runtime
+from functrax.runtime import cuda, gpu_buffer
 
-__all__ = ["LoadedKernel", "compile_for_device", "launch_gpu", "time_launch", "stats"]
+__all__ = ["LoadedKernel", "compile_for_device", "launch_gpu", "time_launch", "device_name",
+           "ptx_param_count", "stats"]
 
 stats = {"compiles": 0, "launches": 0}
 _MEMO: dict = {}
@@ -96,18 +99,17 @@ def _compile(kernel, cc: int):
 
 def _allow_shared(ctx, handle, shared: int):
     """Let the kernel use more than 48 KiB of dynamic shared memory (as Triton's loader)."""
-    drv = gpu_buffer.cuda_driver()
+    drv = cuda.cuda_driver()
     attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     if isinstance(handle, getattr(drv, "CUkernel", ())):
         _, dev = drv.cuDeviceGet(ctx.device_id)
-        gpu_buffer._check(drv.cuKernelSetAttribute(attr, shared, handle, dev),
-                          "cuKernelSetAttribute")
+        cuda.check(drv.cuKernelSetAttribute(attr, shared, handle, dev), "cuKernelSetAttribute")
     else:
-        gpu_buffer._check(drv.cuFuncSetAttribute(handle, attr, shared), "cuFuncSetAttribute")
+        cuda.check(drv.cuFuncSetAttribute(handle, attr, shared), "cuFuncSetAttribute")
 
 
 def _load(compiled, ctx, n_params: int) -> LoadedKernel:
-    core = gpu_buffer.cuda_core()
+    core = cuda.cuda_core()
     md = compiled.metadata
     cubin = bytes(compiled.asm["cubin"])
     ptx = compiled.asm["ptx"]
@@ -196,7 +198,7 @@ def launch_gpu(kernel, inputs, outputs):
     for which, (size, align) in enumerate(loaded.scratch):
         args.append(np.uint64(_scratch_ptr(device_id, which, n_programs * loaded.num_ctas
                                            * size, align)))
-    core = gpu_buffer.cuda_core()
+    core = cuda.cuda_core()
     ctx = gpu_buffer.context(device_id)
     config = core.LaunchConfig(grid=grid, block=(32 * loaded.num_warps, 1, 1),
                                shmem_size=loaded.shared)
@@ -218,5 +220,6 @@ def time_launch(run, device_id: int = 0, reps: int = 10, warmup: int = 2) -> flo
     return (time.perf_counter() - t0) / reps
 
 
-if runtime._GPU_LAUNCHER is None:
-    runtime.register_gpu_launcher(launch_gpu)
+def device_name(device_id: int = 0) -> str:
+    """The name of CUDA device ``device_id`` as cuda-core reports it (``"NVIDIA H200"``)."""
+    return gpu_buffer.context(device_id).name

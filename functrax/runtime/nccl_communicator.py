@@ -42,6 +42,7 @@ import threading
 import numpy as np
 
 from functrax.config import config
+from functrax.lowering.triton import gpu_hooks
 from functrax.runtime.pmap_runtime import ThreadCommunicator
 
 __all__ = ["NcclCommunicator", "nccl_module", "make_communicator", "MISSING_NCCL4PY"]
@@ -170,13 +171,11 @@ def _elements(buf) -> _Chunk:
 
 
 def _new_buffer(shape, dtype, device_id):
-    from functrax.runtime import gpu_buffer  # (the module attribute: tests swap the class)
-    return gpu_buffer.GpuBuffer(shape, dtype, device_id)
+    return gpu_hooks.buffer_class()(shape, dtype, device_id)  # (the registered GPU's class)
 
 
 def _zeros(shape, dtype, device_id):
-    from functrax.runtime import gpu_buffer
-    return gpu_buffer.GpuBuffer.from_numpy(np.zeros(shape, dtype), device_id)
+    return gpu_hooks.buffer_class().from_numpy(np.zeros(shape, dtype), device_id)
 
 
 class NcclCommunicator(ThreadCommunicator):

@@ -34,6 +34,8 @@ from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.pipeline import optimize
 from functrax.primitives.collectives import axis_names
 from functrax.core.tracing import trace_to_jaxpr
+from functrax.lowering.triton import gpu_hooks
+from functrax.runtime import gpu_buffer
 from functrax.runtime import pmap_runtime as rt
 
 __all__ = ["GpuShardedArray", "ReplicaProgram", "placement", "leading_collectives",
@@ -227,10 +229,10 @@ class ReplicaProgram:
         p = self.program
         consts = self._consts.get(device_id)
         if consts is None:
-            consts = self._consts[device_id] = [runtime._to_device(c, device_id)
+            consts = self._consts[device_id] = [runtime.to_device(c, device_id)
                                                 for c in p._consts]
         env = dict(zip(p._constvars, consts))
-        env.update((v, runtime._to_device(x, device_id)) for v, x in zip(p._invars, args))
+        env.update((v, runtime.to_device(x, device_id)) for v, x in zip(p._invars, args))
         on_device = getattr(comm, "device_collectives", False)
         for step in p.steps:
             if step.kernel is not None:
@@ -244,18 +246,18 @@ class ReplicaProgram:
                 env.update((v, host[v]) for v in step._outs)
         outs = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
                 for v in p._outvars]
-        return [runtime._to_device(o, device_id) for o in outs]
+        return [runtime.to_device(o, device_id) for o in outs]
 
     @staticmethod
     def _collective(eqn, env, device_id):
         """A collective on device buffers (the communicator's numpy rule gets them as they
         are; the NCCL communicator runs it on the GPUs)."""
         from functrax.lowering.triton import runtime
-        ins = [runtime._to_device(np.asarray(v.val, v.aval.dtype), device_id)
+        ins = [runtime.to_device(np.asarray(v.val, v.aval.dtype), device_id)
                if type(v) is Literal else env[v] for v in eqn.invars]
         outs = numpy_rules[eqn.primitive](*ins, **eqn.params)
         outs = outs if eqn.primitive.multiple_results else [outs]
-        env.update((v, runtime._to_device(o, device_id)) for v, o in zip(eqn.outvars, outs))
+        env.update((v, runtime.to_device(o, device_id)) for v, o in zip(eqn.outvars, outs))
 
     def as_text(self) -> str:
         lines = [f"pmap replica program (axis {self.axis_name!r}), one per GPU",
@@ -270,22 +272,11 @@ class ReplicaProgram:
 
 
 def _make_current(device_id: int):
-    """Make GPU ``device_id`` current in this (pooled, reused) replica thread.
-
-    ``gpu_buffer.GpuContext.activate`` remembers per context and thread that it made its
-    device current, and does not notice when another device became current since: a pool
-    thread that ran replicas of several GPUs would then load kernels and allocate with the
-    wrong device current. Mark every other context as not current in this thread.
-    """
-    from functrax.runtime import gpu_buffer
-    if gpu_buffer.GpuBuffer.__module__ != gpu_buffer.__name__:
-        return  # a stand-in buffer class (tests): no CUDA context to switch
-    ctx = gpu_buffer.context(device_id)
-    for other in list(gpu_buffer._CONTEXTS.values()):
-        if other is not ctx:
-            other._local.current = False
-    ctx.device.set_current()
-    ctx._local.current = True
+    """Make GPU ``device_id`` current in this (pooled, reused) replica thread (see
+    ``gpu_buffer.make_current``)."""
+    if gpu_hooks.registered().buffer is not gpu_buffer.GpuBuffer:
+        return  # another GPU registered (the tests' fake one): no CUDA context to switch
+    gpu_buffer.make_current(device_id)
 
 
 def replica_program(closed, axis_name, axis_size, donated=()) -> ReplicaProgram:
@@ -323,7 +314,7 @@ def _plan(size, inner, devices, gpus_given):
     if gpus_given:
         return rt.plan_devices(size, 1, devices)
     if size > len(devices):
-        raise rt._device_error(size, len(devices))
+        raise rt.device_error(size, len(devices))
     return [[d] for d in devices[:size]]
 
 
@@ -342,7 +333,6 @@ def run(closed, axis_name, args, in_axes, size, devices, *, gpus_given, inner=1,
       of each replica.
     """
     from functrax.runtime.nccl_communicator import make_communicator
-    from functrax.transforms.pmap import _host_value, _take
     if global_size is not None and global_size != size:
         raise NotImplementedError("pmap on GPUs across MPI processes is not supported; run "
                                   "the multi-process pmap on CPU devices")
@@ -356,9 +346,9 @@ def run(closed, axis_name, args, in_axes, size, devices, *, gpus_given, inner=1,
             for i, s in enumerate(x._shards):  # already on its device: no host round trip
                 per_dev[i].append(s)
             continue
-        v = x if isinstance(x, np.ndarray) else _host_value(x)
+        v = x if isinstance(x, np.ndarray) else rt.host_value(x)
         for i in range(size):
-            per_dev[i].append(_take(v, ax, i))
+            per_dev[i].append(rt.take_shard(v, ax, i))
     if before is not None:
         before()
     prog = replica_program(closed, axis_name, size, donated)

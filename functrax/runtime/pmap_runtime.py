@@ -302,9 +302,26 @@ class _WorkerPool:
 _POOL = _WorkerPool()
 
 
-def _device_error(need, have):
+def device_error(need, have) -> ValueError:
+    """JAX's error for a pmap needing ``need`` devices where ``have`` are available."""
     return ValueError(f"compiling computation that requires {need} logical devices, but only "
                       f"{have} XLA devices are available (num_replicas={need})")
+
+
+def host_value(x) -> np.ndarray:
+    """``x`` (an ``Array`` or an array-like) as a host numpy array, to be split over
+    replicas (an ``Array``'s own buffer: no copy)."""
+    if isinstance(x, core.Array):
+        return x._value
+    return np.asarray(x, core.get_aval(x).dtype)
+
+
+def take_shard(v: np.ndarray, ax, i: int):
+    """Replica ``i``'s slice of ``v`` along ``ax`` (a view; 0-d stays an ndarray; ``ax``
+    None: all of ``v``)."""
+    if ax is None:
+        return v
+    return v[(slice(None),) * ax + (i, Ellipsis)]
 
 
 class GlobalAxis:
@@ -346,7 +363,7 @@ def plan(size: int, inner: int, devices=None, global_size=None):
     if devices is None:
         avail = local_devices()
         if size * inner > len(avail):
-            raise _device_error(global_size * inner, len(avail) * nproc)
+            raise device_error(global_size * inner, len(avail) * nproc)
         owners = [g // size for g in range(global_size)]
         groups = [avail[i * inner:(i + 1) * inner] for i in range(size)]
     else:
@@ -391,7 +408,7 @@ def plan_devices(size: int, inner: int, devices=None) -> list:
     else:
         avail = list(parent.group) if parent is not None else local_devices()
     if need > len(avail):
-        raise _device_error(need, len(avail))
+        raise device_error(need, len(avail))
     return [avail[i * inner:(i + 1) * inner] for i in range(size)]
 
 
@@ -411,7 +428,7 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
     if parent is None:
         comm, path, frames = comm or ThreadCommunicator(), (), ()
         if axis is not None:
-            comm = _mpi_communicator(axis)
+            comm = _process_communicator(axis)
             positions, global_size = axis.positions, axis.size
     else:
         comm, frames = parent.comm, parent.frames
@@ -447,10 +464,28 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
     return results
 
 
-def _mpi_communicator(axis: GlobalAxis) -> Communicator:
-    from functrax.runtime import distributed
-    from functrax.runtime.mpi_communicator import MPICommunicator
-    return MPICommunicator(distributed._communicator(), axis.owners)
+# the communicator factory of axes spanning processes: registered by
+# ``functrax.runtime.distributed.initialize`` (MPI), None outside a multi-process run
+_PROCESS_COMMUNICATOR = None
+
+
+def register_process_communicator(factory):
+    """Install ``factory(axis: GlobalAxis) -> Communicator``, the communicator of every
+    top-level pmap call whose axis spans processes (None: none). Returns the previous one.
+
+    ``functrax.distributed.initialize()`` registers ``mpi_communicator.MPICommunicator``
+    over its MPI communicator; ``shutdown()`` removes it.
+    """
+    global _PROCESS_COMMUNICATOR
+    previous, _PROCESS_COMMUNICATOR = _PROCESS_COMMUNICATOR, factory
+    return previous
+
+
+def _process_communicator(axis: GlobalAxis) -> Communicator:
+    factory = _PROCESS_COMMUNICATOR
+    if factory is None:
+        raise RuntimeError("pmap across processes needs functrax.distributed.initialize()")
+    return factory(axis)
 
 
 def _raise_first(errors):

@@ -105,13 +105,6 @@ def _executable(closed, axis_name, axis_size, donated=()):
     return exe
 
 
-def _take(v: np.ndarray, ax, i: int):
-    """Device ``i``'s slice of ``v`` along ``ax`` (a view; 0-d stays an ndarray)."""
-    if ax is None:
-        return v
-    return v[(slice(None),) * ax + (i, Ellipsis)]
-
-
 def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devices,
                 global_axis_size, backend=None, **_):
     gpus = pmap_gpu.placement(devices, backend)
@@ -127,8 +120,9 @@ def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devi
                            global_axis_size)
     exe = _executable(call_jaxpr, axis_name, global_axis_size)
     vals = [np.asarray(a) for a in args]
-    outs = rt.run_replicas(lambda i: exe.run(*[_take(v, ax, i) for v, ax in zip(vals, in_axes)]),
-                           axis_name, groups, axis)
+    outs = rt.run_replicas(
+        lambda i: exe.run(*[rt.take_shard(v, ax, i) for v, ax in zip(vals, in_axes)]),
+        axis_name, groups, axis)
     return [outs[0][k] if ax is None else np.stack([o[k] for o in outs], axis=ax)
             for k, ax in enumerate(out_axes)]
 
@@ -527,9 +521,9 @@ class PmapFunction:
                 for i, s in enumerate(x._shards):  # no gather: each device gets its shard
                     per_dev[i].append(s)
                 continue
-            v = _host_value(x)
+            v = rt.host_value(x)
             for i in range(size):
-                per_dev[i].append(_take(v, ax, i))
+                per_dev[i].append(rt.take_shard(v, ax, i))
         for i in donated:
             _delete(flat[i])
         exe = _executable(entry.closed, self.axis_name, gsize, donated)
@@ -587,12 +581,6 @@ def _normalize_in_axis(ax, x, names, k):
                          f"implies that its rank should be at least {max(ax + 1, -ax)}, but is "
                          f"only {len(shape)} (its shape is {shape})")
     return ax % len(shape)
-
-
-def _host_value(x) -> np.ndarray:
-    if isinstance(x, Array):
-        return x._value
-    return np.asarray(x, core.get_aval(x).dtype)
 
 
 def _delete(x):

@@ -3,11 +3,11 @@
 Each kernel kind has a short list of candidate :class:`~codegen.KernelConfig` s
 (``codegen.GPU_CANDIDATES``: block caps and ``num_warps``). On a GPU, a generated kernel is
 an :class:`AutotunedKernel`: at its first call it times every distinct candidate on the
-actual arguments (``gpu_launch.time_launch``: stream-synchronized wall time over a few
-launches), keeps the fastest, and records the choice as JSON (``cache.AutotuneStore``) under
-:func:`tuning_key` — a hash of the kernel's source at the reference config (so block sizes
-do not enter it), its avals and the device name. A later process finds the record and times
-nothing.
+actual arguments (the registered GPU's ``time_launch``, see ``gpu_hooks``; for CUDA,
+stream-synchronized wall time over a few launches), keeps the fastest, and records the
+choice as JSON (``cache.AutotuneStore``) under :func:`tuning_key` — a hash of the kernel's
+source at the reference config (so block sizes do not enter it), its avals and the device
+name. A later process finds the record and times nothing.
 
 Small kernels (fewer than :data:`MIN_TUNE_ELEMENTS` elements in their iteration space) are
 launch-bound: they take the first candidate untimed. ``FUNCTRAX_AUTOTUNE=0`` turns tuning
@@ -25,6 +25,7 @@ import json
 import math
 import os
 
+from functrax.lowering.triton import gpu_hooks
 from functrax.lowering.triton.cache import AutotuneStore, default_cache
 from functrax.lowering.triton.codegen import GPU_CANDIDATES, generate
 
@@ -112,21 +113,22 @@ def should_tune(group) -> bool:
     return math.prod(group.shape) >= MIN_TUNE_ELEMENTS
 
 
+def _gpu_device(args) -> int:
+    return next((x.device_id for x in args if gpu_hooks.is_buffer(x)), 0)
+
+
 def _gpu_measure(kernel, args) -> float:
     """Seconds per launch of ``kernel`` on the GPU, on (uploaded) ``args``."""
-    from functrax.runtime.gpu_buffer import GpuBuffer
-    from functrax.runtime import gpu_launch
     from functrax.lowering.triton import runtime
-    dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
-    ins = [runtime._to_device(x, dev) for x in args]
-    outs = [GpuBuffer(a.shape, a.dtype, dev) for a in kernel.source.out_avals]
-    return gpu_launch.time_launch(lambda: runtime.launch(kernel, ins, outs), dev)
+    buffer = gpu_hooks.buffer_class()
+    dev = _gpu_device(args)
+    ins = [runtime.to_device(x, dev) for x in args]
+    outs = [buffer(a.shape, a.dtype, dev) for a in kernel.source.out_avals]
+    return gpu_hooks.time_launch(lambda: runtime.launch(kernel, ins, outs), dev)
 
 
 def _gpu_device_name(args) -> str:
-    from functrax.runtime.gpu_buffer import GpuBuffer, context
-    dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
-    return context(dev).name
+    return gpu_hooks.device_name(_gpu_device(args))
 
 
 class AutotunedKernel:

@@ -89,7 +89,7 @@ class KernelCache:
         self.stats["writes"] += 1
 
     def _import(self, name: str, path: str):
-        from functrax.lowering.triton.runtime import ensure_triton_env
+        from functrax.lowering.triton.gpu_hooks import ensure_triton_env
         ensure_triton_env()  # TRITON_INTERPRET must be decided before triton is imported
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)

@@ -100,7 +100,7 @@ class _Device:
         self._runtime = runtime
 
     def prepare(self, vals):
-        return [self._runtime._to_device(x, self.device_id) for x in vals]
+        return [self._runtime.to_device(x, self.device_id) for x in vals]
 
     def program(self, prog):
         wrapped = _gpu_programs.setdefault(prog, {})
@@ -115,19 +115,19 @@ class _Device:
         return (x.to_numpy() if hasattr(x, "to_numpy") else np.asarray(x))[()]
 
     def _index(self, i):
-        return self._runtime._to_device(np.asarray(i, np.int32), self.device_id)
+        return self._runtime.to_device(np.asarray(i, np.int32), self.device_id)
 
     def take(self, xs, i):
-        from functrax.runtime.gpu_buffer import GpuBuffer
-        out = GpuBuffer(xs.shape[1:], xs.dtype, self.device_id)
+        from functrax.lowering.triton import gpu_hooks
+        out = gpu_hooks.buffer_class()(xs.shape[1:], xs.dtype, self.device_id)
         if out.size:
             kernel = _row_kernel("row_take", xs.shape, xs.dtype)
             self._runtime.launch(kernel, [xs, self._index(i)], [out])
         return out
 
     def stacked(self, shape, dtype):
-        from functrax.runtime.gpu_buffer import GpuBuffer
-        return GpuBuffer(shape, dtype, self.device_id)
+        from functrax.lowering.triton import gpu_hooks
+        return gpu_hooks.buffer_class()(shape, dtype, self.device_id)
 
     def put(self, ys, i, y):
         if math.prod(ys.shape[1:]):

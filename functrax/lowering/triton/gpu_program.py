@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrax.core import Literal
-from functrax.lowering.triton import runtime
+from functrax.lowering.triton import gpu_hooks, runtime
 
 __all__ = ["GpuProgram", "compile_for_placement"]
 
@@ -56,8 +56,7 @@ class GpuProgram:
         return self.run(*args)
 
     def _device_of(self, args) -> int:
-        from functrax.runtime.gpu_buffer import GpuBuffer
-        return next((x.device_id for x in args if type(x) is GpuBuffer), self.device_id)
+        return next((x.device_id for x in args if gpu_hooks.is_buffer(x)), self.device_id)
 
     def run(self, *args) -> list:
         """Run on host arrays or ``GpuBuffer`` s; returns the outputs as ``GpuBuffer`` s."""
@@ -67,9 +66,9 @@ class GpuProgram:
         dev = self._device_of(args)
         consts = self._consts.get(dev)
         if consts is None:
-            consts = self._consts[dev] = [runtime._to_device(c, dev) for c in p._consts]
+            consts = self._consts[dev] = [runtime.to_device(c, dev) for c in p._consts]
         env = dict(zip(p._constvars, consts))
-        env.update((v, runtime._to_device(x, dev)) for v, x in zip(p._invars, args))
+        env.update((v, runtime.to_device(x, dev)) for v, x in zip(p._invars, args))
         for step in p.steps:
             if step.fallback is not None:  # a listed numpy fallback: runs on host copies
                 host = {v: _host(env[v]) for v in step._ins}
@@ -79,7 +78,7 @@ class GpuProgram:
                 step.run(env)
         outs = [np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
                 for v in p._outvars]
-        return [runtime._to_device(o, dev) for o in outs]
+        return [runtime.to_device(o, dev) for o in outs]
 
     def run_consuming(self, args: list):
         """Run on ``args`` (a list, emptied); donated buffers are not reused."""

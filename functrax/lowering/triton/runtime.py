@@ -1,64 +1,47 @@
-"""Running generated kernels: on the CPU through Triton's interpreter, on a GPU through a
-registered launcher.
+"""Running generated kernels: on the CPU through Triton's interpreter, on a GPU through the
+registered one.
+
+Holds :class:`TritonKernel` (a generated kernel, callable on arrays), :func:`launch`,
+:func:`build_kernel`, :class:`NumpyTensor` (numpy buffers as the interpreter wants them) and
+:func:`to_device`. What a GPU provides (its probe, buffer class, launcher) comes from the
+table of :mod:`~functrax.lowering.triton.gpu_hooks`, which the runtime fills in when functrax
+is imported; this module imports nothing of the runtime.
 
 Modes, in order:
 
-1. ``TRITON_INTERPRET=1``: the kernel runs in Triton's interpreter on numpy buffers, passed
+1. A GPU is registered and visible and the interpreter is off (:func:`gpu_active`):
+   ``TritonKernel`` calls take and return device buffers (host arguments are uploaded) and
+   the registered launcher runs the kernel; for CUDA that is ``gpu_launch.launch_gpu``,
+   which compiles the kernel for the device's compute capability with ``triton.compile``
+   and launches the cubin through cuda-core on the device's stream (no torch).
+2. ``TRITON_INTERPRET=1``: the kernel runs in Triton's interpreter on numpy buffers, passed
    zero-copy through :class:`NumpyTensor` (the interpreter expects torch-like tensors).
    :func:`ensure_triton_env` sets ``TRITON_INTERPRET=1`` before triton is imported when
    the variable is unset and no CUDA device is visible.
-2. A CUDA device is visible: ``TritonKernel`` calls take and return ``GpuBuffer`` s (host
-   arguments are uploaded) and the registered launcher runs the kernel; by default that is
-   ``gpu_launch.launch_gpu`` (registered at the first GPU launch), which compiles the kernel
-   for the device's compute capability with ``triton.compile`` and launches the cubin
-   through cuda-core on the device's stream (no torch). Another launcher can be installed
-   with :func:`register_gpu_launcher`.
 3. Otherwise running raises ``NotImplementedError`` naming what is missing.
 """
 from __future__ import annotations
 
-import ctypes
+import dataclasses
 import os
 import weakref
 
 import numpy as np
 
+from functrax.lowering.triton import gpu_hooks
 from functrax.lowering.triton.cache import default_cache
 from functrax.lowering.triton.codegen import KernelConfig, KernelSource, generate
+from functrax.lowering.triton.gpu_hooks import ensure_triton_env, interpreter_enabled
 
-__all__ = ["TritonKernel", "NumpyTensor", "build_kernel", "launch", "ensure_triton_env",
-           "interpreter_enabled", "cuda_device_count", "register_gpu_launcher", "gpu_active"]
-
-_TRUE = ("1", "true", "yes", "on")
-_DEVICE_COUNT: int | None = None
+__all__ = ["TritonKernel", "NumpyTensor", "build_kernel", "launch", "launch_interpreter",
+           "to_device", "ensure_triton_env", "interpreter_enabled", "cuda_device_count",
+           "register_gpu_launcher", "gpu_active"]
 
 
 def cuda_device_count() -> int:
-    """CUDA devices visible to the driver (0 when libcuda is missing or fails)."""
-    global _DEVICE_COUNT
-    if _DEVICE_COUNT is None:
-        _DEVICE_COUNT = 0
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            count = ctypes.c_int(0)
-            if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0:
-                _DEVICE_COUNT = int(count.value)
-        except OSError:
-            pass
-    return _DEVICE_COUNT
-
-
-def ensure_triton_env():
-    """Default ``TRITON_INTERPRET`` to ``1`` when it is unset and no CUDA device is visible.
-
-    Call before importing triton: ``@triton.jit`` reads the variable when it decorates.
-    """
-    if "TRITON_INTERPRET" not in os.environ and cuda_device_count() == 0:
-        os.environ["TRITON_INTERPRET"] = "1"
-
-
-def interpreter_enabled() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in _TRUE
+    """The GPUs visible to the registered probe (``gpu_hooks.device_count``; for CUDA, the
+    devices libcuda reports; 0 when there is none)."""
+    return gpu_hooks.device_count()
 
 
 ensure_triton_env()
@@ -130,7 +113,6 @@ class NumpyTensor:
 
 # --- launching ---
 
-_GPU_LAUNCHER = None
 _INTERPRETED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -138,51 +120,43 @@ def register_gpu_launcher(launcher):
     """Install the GPU launcher: ``launcher(kernel, inputs, outputs)`` runs ``kernel`` (a
     :class:`TritonKernel`) on device buffers, writing ``outputs``. Returns the previous one.
 
-    The GPU backend registers one that compiles ``kernel.source`` with
-    ``compile.compile_for_sm90`` and launches the cubin through cuda-core.
+    (The launcher of the registered GPU, ``gpu_hooks.register_gpu``: the CUDA runtime
+    registers ``gpu_launch.launch_gpu``, which launches through cuda-core.)
     """
-    global _GPU_LAUNCHER
-    previous, _GPU_LAUNCHER = _GPU_LAUNCHER, launcher
-    return previous
-
-
-def _default_gpu_launcher(name: str):
-    """Register the cuda-core launcher (``gpu_launch``), or say what is missing."""
-    try:
-        from functrax.runtime import gpu_launch  # registers itself
-    except ImportError as e:
-        raise NotImplementedError(
-            f"cannot run Triton kernel '{name}' on the GPU: {e}. Set TRITON_INTERPRET=1 to "
-            "run it in Triton's CPU interpreter instead.") from e
-    if _GPU_LAUNCHER is None:
-        register_gpu_launcher(gpu_launch.launch_gpu)
+    previous = gpu_hooks.registered()
+    gpu_hooks.register_gpu(dataclasses.replace(previous, launch=launcher))
+    return previous.launch
 
 
 def gpu_active() -> bool:
-    """True when kernels run on a CUDA GPU: a device is visible and the interpreter is off."""
-    return not interpreter_enabled() and cuda_device_count() > 0
+    """True when kernels run on a GPU: one is visible and the interpreter is off."""
+    return gpu_hooks.gpu_active()
 
 
-_SCALARS: dict = {}  # (device, dtype, bytes) -> GpuBuffer of a 0-d host value (literals)
+_SCALARS: dict = {}  # (GPU, device, dtype, bytes) -> device buffer of a 0-d host value
 
 
-def _to_device(x, device_id: int):
-    """``x`` as a ``GpuBuffer`` on ``device_id`` (uploading host values; 0-d ones cached)."""
-    from functrax.runtime.gpu_buffer import GpuBuffer
-    if type(x) is GpuBuffer:
+def to_device(x, device_id: int):
+    """``x`` as a buffer of the registered GPU on ``device_id`` (uploading host values; 0-d
+    ones cached)."""
+    buffer = gpu_hooks.buffer_class()
+    if type(x) is buffer:
         return x
     host = np.asarray(x)
     if not host.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         host = np.ascontiguousarray(host)
     if host.ndim:
-        return GpuBuffer.from_numpy(host, device_id)
-    key = (device_id, host.dtype.str, host.tobytes())
+        return buffer.from_numpy(host, device_id)
+    key = (gpu_hooks.registered(), device_id, host.dtype.str, host.tobytes())
     buf = _SCALARS.get(key)
     if buf is None:
         if len(_SCALARS) > 4096:
             _SCALARS.clear()
-        buf = _SCALARS[key] = GpuBuffer.from_numpy(host, device_id)
+        buf = _SCALARS[key] = buffer.from_numpy(host, device_id)
     return buf
+
+
+_to_device = to_device  # (the former name, still used by some callers)
 
 
 def _language_objects():
@@ -218,7 +192,8 @@ def _interpreted(fn):
     return run
 
 
-def _launch_interpreter(kernel, inputs, outputs):
+def launch_interpreter(kernel, inputs, outputs):
+    """Run ``kernel`` in Triton's interpreter on numpy arrays ``inputs``, writing ``outputs``."""
     run = _interpreted(kernel.fn)
     args = [NumpyTensor(a) for a in list(inputs) + list(outputs)]
     snapshot = _snapshot()
@@ -235,13 +210,17 @@ def launch(kernel, inputs, outputs):
     Raises:
       NotImplementedError: when neither the interpreter nor a GPU launcher can run it.
     """
-    if interpreter_enabled():
-        return _launch_interpreter(kernel, inputs, outputs)
     name = kernel.source.name
-    if cuda_device_count() > 0:
-        if _GPU_LAUNCHER is None:
-            _default_gpu_launcher(name)
-        return _GPU_LAUNCHER(kernel, inputs, outputs)
+    if gpu_active():
+        launcher = gpu_hooks.registered().launch
+        if launcher is None:
+            raise NotImplementedError(
+                f"cannot run Triton kernel '{name}' on the GPU: no GPU launcher is registered "
+                "(gpu_hooks.register_gpu). Set TRITON_INTERPRET=1 to run it in Triton's CPU "
+                "interpreter instead.")
+        return launcher(kernel, inputs, outputs)
+    if interpreter_enabled():
+        return launch_interpreter(kernel, inputs, outputs)
     raise NotImplementedError(
         f"cannot run Triton kernel '{name}': no CUDA GPU is visible (libcuda.so.1 is missing "
         "or reports no device) and Triton's interpreter is off "
@@ -284,19 +263,19 @@ class TritonKernel:
         return outputs
 
     def _call_gpu(self, args) -> list:
-        """Run on the GPU: host arguments are uploaded; returns new ``GpuBuffer`` outputs on
-        the device of the first GPU argument (device 0 when there is none)."""
-        from functrax.runtime.gpu_buffer import GpuBuffer
+        """Run on the GPU: host arguments are uploaded; returns new device buffers as outputs,
+        on the device of the first GPU argument (device 0 when there is none)."""
+        buffer = gpu_hooks.buffer_class()
         src = self.source
-        dev = next((x.device_id for x in args if type(x) is GpuBuffer), 0)
+        dev = next((x.device_id for x in args if type(x) is buffer), 0)
         inputs = []
         for i, (x, aval) in enumerate(zip(args, src.in_avals)):
-            x = _to_device(x, dev)
+            x = to_device(x, dev)
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"Triton kernel '{src.name}': input {i} must be "
                                 f"{aval.str_short()}, got {x.dtype.name}{list(x.shape)}")
             inputs.append(x)
-        outputs = [GpuBuffer(a.shape, a.dtype, dev) for a in src.out_avals]
+        outputs = [buffer(a.shape, a.dtype, dev) for a in src.out_avals]
         if any(o.size for o in outputs):
             launch(self, inputs, outputs)
         return outputs

@@ -131,6 +131,16 @@ def _sort_cost(eqn):
     return _in_size(eqn) * max(math.ceil(math.log2(max(n, 1))), 1), 0
 
 
+def _attention_cost(eqn):
+    # fused_attention: the two matmuls, plus scale, max, exp, sum and divide per score;
+    # one exp (a transcendental) per score
+    q, k, v = (x.aval for x in eqn.invars)
+    batch = math.prod(q.shape[:-2])
+    lq, d = q.shape[-2:]
+    lk, dv = v.shape[-2:]
+    return 2 * batch * lq * lk * (d + dv) + 4 * batch * lq * lk, batch * lq * lk
+
+
 for _name, _rule in [("dot_general", _dot_general_cost), ("integer_pow", _integer_pow_cost),
                      ("scatter-add", _scatter_combine_cost),
                      ("scatter-mul", _scatter_combine_cost),
@@ -138,6 +148,7 @@ for _name, _rule in [("dot_general", _dot_general_cost), ("integer_pow", _intege
                      ("scatter-max", _scatter_combine_cost),
                      ("cumlogsumexp", _cumlogsumexp_cost), ("sort", _sort_cost)]:
     _register([_name], _rule)
+cost_rules[P.attention_p] = _attention_cost
 
 
 # --- the analysis ---

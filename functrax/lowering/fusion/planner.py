@@ -57,7 +57,8 @@ from functrax.lowering.fusion.config import FusionConfig, GroupLayout, IllegalGr
 from functrax.lowering.fusion.tables import (
     CONTRACTIONS, ELEMENTWISE, MAX_CONCAT_OPERANDS, REDUCTIONS, UNFUSIBLE, VIEWS, classify,
 )
-from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind, def_use
+from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
+from functrax.passes.def_use import def_use
 
 __all__ = ["ELEMENTWISE", "VIEWS", "REDUCTIONS", "CONTRACTIONS", "UNFUSIBLE", "FusionConfig",
            "GroupLayout", "IllegalGroup", "classify", "group_layout", "plan_fusion",

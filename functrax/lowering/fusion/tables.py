@@ -59,6 +59,7 @@ UNFUSIBLE = {
     "reduce_scatter": _COLLECTIVE, "axis_index": _COLLECTIVE,
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
                     "linear algebra decomposition: numpy fallback"),
+    "fused_attention": "attention: a flash-style kernel of its own (kernels/attention.py)",
 }
 
 

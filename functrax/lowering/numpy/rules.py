@@ -437,3 +437,4 @@ numpy_rules.update({
 from functrax.lowering.numpy import gather_scatter as numpy_gather_scatter  # noqa: F401,E402
 from functrax.lowering.numpy import prng as numpy_prng  # noqa: F401,E402
 from functrax.lowering.numpy import linalg as numpy_linalg  # noqa: F401,E402
+from functrax.lowering.numpy import attention as numpy_attention  # noqa: F401,E402

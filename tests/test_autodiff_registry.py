@@ -14,6 +14,9 @@ from functrax.transforms.transpose import transpose_rules
 EXEMPT_JVP = {
     "custom_lin": ("only emitted into linear jaxprs by custom_vjp's JVP and only ever "
                    "transposed; forward mode over custom_vjp is unsupported (as JAX)"),
+    "fused_attention": ("lowering-internal: made by the attention pass "
+                        "(functrax/passes/attention.py) after every transformation ran, so "
+                        "never differentiated"),
 }
 
 # primitive name -> why it needs no transpose rule although listed (or built) as linear.

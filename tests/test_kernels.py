@@ -1,6 +1,8 @@
 """The hand-written Triton kernels of ``kernels/``: each against its numpy reference in
 Triton's CPU interpreter (small shapes, non-powers of two, float32 and float16 inputs), and
-each compiled to PTX + cubin for sm_90 on the CPU."""
+each compiled to PTX + cubin for sm_90 on the CPU. Also: which user spellings the softmax and
+layernorm templates (written with primitives, ``functrax/lowering/triton/patterns.py``)
+match, as canonical terms of the planned groups."""
 from __future__ import annotations
 
 import os
@@ -12,7 +14,12 @@ import pytest  # noqa: E402
 
 import triton  # noqa: E402, F401 - a required dependency, after TRITON_INTERPRET=1
 
+import functrax  # noqa: E402
+import functrax.numpy as fnp  # noqa: E402
+from functrax import lax, nn  # noqa: E402
+from functrax.lowering.fusion.planner import plan_fusion  # noqa: E402
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
+from functrax.lowering.triton import patterns  # noqa: E402
 from kernels import launcher as _launch, layernorm, matmul, softmax  # noqa: E402
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -244,3 +251,81 @@ def test_attention_compiles_for_sm90():
         assert c.name == "attention_kernel" and ".target sm_90" in c.ptx
         assert c.cubin[:4] == b"\x7fELF"
     assert "mma" in compiled[0].ptx  # both tl.dots on the tensor cores
+
+
+# --- the softmax / layernorm templates: the user spellings they match ---
+
+
+def _sm_hand(x):
+    e = fnp.exp(x - lax.stop_gradient(x.max(-1, keepdims=True)))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _sm_indexed(x):  # a reduced row brought back by indexing / expand_dims
+    e = fnp.exp(x - fnp.max(x, axis=-1)[..., None])
+    return e / fnp.expand_dims(fnp.sum(e, axis=-1), -1)
+
+
+def _ln_pow(x, w, b):
+    mu = fnp.mean(x, axis=-1, keepdims=True)
+    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / fnp.sqrt(var + 1e-3) * w + b
+
+
+def _ln_rsqrt(x):
+    mu = fnp.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    return xc * lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + 1e-5)
+
+
+def _ln_var(x, w, b):  # fnp.var: float32 only (float16 variances are computed in float32)
+    return (x - x.mean(-1, keepdims=True)) * lax.rsqrt(x.var(-1, keepdims=True) + 1e-6) * w + b
+
+
+def _ln_bias_first(x, w, b):
+    xc = x - fnp.mean(x, -1, keepdims=True)
+    return b + (xc / fnp.sqrt(fnp.mean(xc * xc, -1, keepdims=True) + 1e-5)) * w
+
+
+def _ln_one_pass(x):  # E[x^2] - E[x]^2: not the kernel's two-pass variance
+    mu = fnp.mean(x, -1, keepdims=True)
+    return (x - mu) * lax.rsqrt(fnp.mean(x * x, -1, keepdims=True) - mu * mu + 1e-5)
+
+
+_SPELLINGS = [  # fn, number of (N,) parameters, template, variant (per dtype), eps
+    (lambda x: nn.softmax(x), 0, "softmax", {F32: "softmax", F16: "softmax"}, None),
+    (_sm_hand, 0, "softmax", {F32: "softmax", F16: "softmax"}, None),
+    (_sm_indexed, 0, "softmax", {F32: "softmax", F16: "softmax"}, None),
+    (lambda x: nn.log_softmax(x), 0, "softmax", {F32: None, F16: None}, None),
+    (_ln_pow, 2, "layernorm", {F32: "_normalized_pow_affine", F16: "_normalized_pow_affine"},
+     1e-3),
+    (_ln_rsqrt, 0, "layernorm", {F32: "_normalized_rsqrt", F16: "_normalized_rsqrt"}, 1e-5),
+    (_ln_var, 2, "layernorm", {F32: "_normalized_rsqrt_affine", F16: None}, 1e-6),
+    (_ln_bias_first, 2, "layernorm", {F32: "_normalized_affine", F16: "_normalized_affine"},
+     1e-5),
+    (_ln_one_pass, 0, "layernorm", {F32: None, F16: None}, None),
+    (lambda x: nn.standardize(x, axis=-1), 0, "layernorm", {F32: None, F16: None}, None),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape", [(4, 8), (2, 3, 5)])
+@pytest.mark.parametrize("fn, nparams, name, variant, eps", _SPELLINGS,
+                         ids=["nn.softmax", "softmax_by_hand", "softmax_indexed", "log_softmax",
+                              "ln_pow_affine", "ln_rsqrt", "ln_var", "ln_bias_first",
+                              "ln_one_pass", "standardize"])
+def test_templates_match_the_user_spellings(fn, nparams, name, variant, eps, shape, dtype):
+    r = rng(4)
+    args = [normal(r, shape, dtype)] + [normal(r, shape[-1:], dtype) for _ in range(nparams)]
+    groups = plan_fusion(functrax.jit(fn).lower(*args).jaxpr).groups
+    got = [patterns.match_template(g, name) for g in groups]
+    want = variant[dtype]
+    if want is None:
+        assert got == [None] * len(groups)
+        return
+    assert len(groups) == 1 and got[0] is not None
+    assert got[0][0] == want
+    binding = got[0][1]
+    assert [binding[i] for i in range(1 + nparams)] == list(range(1 + nparams))
+    if eps is not None:
+        assert binding["eps"] == float(np.asarray(eps, dtype))  # the literal, in x's dtype

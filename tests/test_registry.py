@@ -31,6 +31,10 @@ _COLLECTIVE = ("collective over a named axis: executed by the vmap rule / the pm
 EXEMPT.update({name: _COLLECTIVE for name in _COLLECTIVES})
 EXEMPT["xla_pmap"] = ("call-like primitive mapped over devices (one thread per device); "
                       "tested in tests/test_pmap.py")
+EXEMPT["fused_attention"] = ("lowering-internal: made by the attention pass "
+                             "(functrax/passes/attention.py) after every transformation ran, "
+                             "never bound by user code; tested in "
+                             "tests/test_triton_attention_pattern.py")
 
 # primitive name -> why it has no numpy backend rule (it never reaches eager evaluation)
 EXEMPT_NUMPY: dict = {}  # (the collectives have pmap-runtime numpy rules now)

@@ -21,6 +21,7 @@ import functrax.numpy as fnp
 from functrax import nn
 from functrax.core import check_jaxpr
 from functrax.passes import attention as fa
+from functrax.lowering.numpy.attention import attention_reference
 from functrax.lowering.fusion.planner import plan_fusion
 from functrax.lowering.fusion.types import GroupKind
 from functrax.lowering.triton import backend as tbackend
@@ -237,8 +238,23 @@ def test_cost_and_reference_of_the_fused_equation():
     cost = prog.cost_analysis()["kernels"][0]
     assert cost["flops"] == 2 * 2 * 5 * 7 * (8 + 4) + 4 * 2 * 5 * 7
     assert cost["transcendentals"] == 2 * 5 * 7
-    got = fa.attention_reference(q, k, v, causal=True, scale=0.5)
+    got = attention_reference(q, k, v, causal=True, scale=0.5)
     np.testing.assert_allclose(got, numpy_attention(q, k, v, True, 0.5), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_attention_is_a_registered_primitive_with_a_numpy_rule():
+    from functrax import primitives as P
+    from functrax.lowering.cost import cost_rules
+    assert P.primitive_registry["fused_attention"] is fa.attention_p is P.attention_p
+    assert fa.attention_p in cost_rules
+    q, k, v = normal(2, 5, 8), normal(2, 7, 8), normal(2, 7, 4)
+    params = dict(causal=True, scale=0.5, precision=None, out_dtype=np.dtype(np.float32))
+    got = fa.attention_p.bind(q, k, v, **params)  # eager: the numpy backend's rule
+    np.testing.assert_allclose(np.asarray(got), attention_reference(q, k, v, **params))
+    np.testing.assert_allclose(np.asarray(got), numpy_attention(q, k, v, True, 0.5), rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(TypeError, match="fused_attention: q, k and v must have one dtype"):
+        fa.attention_p.bind(q, k.astype(np.float16), v, **params)
 
 
 # --- near misses keep their groups ---

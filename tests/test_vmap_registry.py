@@ -25,6 +25,9 @@ from tests.test_gather_scatter import SCATTERS, gather_cases, gparams, scatter_c
 # primitive name -> why it has no vmap rule
 EXEMPT = {
     "iota": "takes no array operands, so it is never batched: BatchTrace binds it unchanged",
+    "fused_attention": ("lowering-internal: made by the attention pass "
+                        "(functrax/passes/attention.py) after every transformation ran, so "
+                        "never batched"),
 }
 
 

@@ -117,6 +117,16 @@ def _sort_cost(eqn):
     return _in_size(eqn) * max(math.ceil(math.log2(max(n, 1))), 1), 0
 
 
+def _attention_cost(eqn):
+    # fused_attention: the two matmuls, plus scale, max, exp, sum and divide per score;
+    # one exp (a transcendental) per score
+    q, k, v = (x.aval for x in eqn.invars)
+    batch = math.prod(q.shape[:-2])
+    lq, d = q.shape[-2:]
+    lk, dv = v.shape[-2:]
+    return 2 * batch * lq * lk * (d + dv) + 4 * batch * lq * lk, batch * lq * lk
+
+
 cost_rules.update({
     P.dot_general_p: _dot_general_cost, P.integer_pow_p: _integer_pow_cost,
     P.scatter_add_p: _scatter_combine_cost, P.scatter_mul_p: _scatter_combine_cost,
@@ -125,6 +135,7 @@ cost_rules.update({
     # identities and data movement: no arithmetic
     P.copy_p: _free, P.stop_gradient_p: _free, P.axis_index_p: _free, P.all_gather_p: _free,
     P.ppermute_p: _free, P.all_to_all_p: _free,
+    P.attention_p: _attention_cost,
 })
 
 

@@ -3,10 +3,12 @@
 Scaled dot-product attention spans three fusion groups (a matmul, a row-softmax reduction,
 a matmul) and stores the ``Lq x Lk`` score matrix between them. :func:`find_attention`
 recognises the subgraph in an optimized, first-order jaxpr and :func:`rewrite_attention`
-replaces it by one ``fused_attention`` equation (:data:`attention_p`), which the planner
-makes an OPAQUE group of its own and a backend maps to a flash-style kernel (the Triton
-backend: ``kernels/attention.py``, when ``KernelConfig.hand_written`` names
-``"attention"``). Detection is backend-independent and a pure function of the closed jaxpr.
+replaces it by one ``fused_attention`` equation (:data:`attention_p`, defined in
+``functrax/primitives/attention.py``), which the planner makes an OPAQUE group of its own and
+a backend maps to a flash-style kernel (the Triton backend: ``kernels/attention.py``, when
+``KernelConfig.hand_written`` names ``"attention"``). Detection is backend-independent and a
+pure function of the closed jaxpr; a mask computed from constants is evaluated now with the
+eager rules (``core.eager_rule``).
 
 What matches, from the second ``dot_general`` backwards:
 
@@ -55,62 +57,20 @@ import math
 import numpy as np
 
 from functrax import core
+from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
-from functrax.lowering.fusion.types import def_use
+from functrax.passes.def_use import def_use
+from functrax.passes.pattern_terms import (
+    canonical_term, softmax_template, template_term, unify,
+)
+from functrax.primitives.attention import attention_p
 
-__all__ = ["attention_p", "AttentionMatch", "find_attention", "rewrite_attention",
-           "attention_reference"]
+__all__ = ["attention_p", "AttentionMatch", "find_attention", "rewrite_attention"]
 
 _FLOATS = ("float16", "float32")
 _MAX_SOFTMAX_EQNS = 48   # equations between the softmax's input and output
 _MAX_CONST_EQNS = 32     # equations computing a mask from constants
 _MAX_CONST_ELEMENTS = 1 << 24  # the largest mask evaluated at compile time
-
-# --- the fused equation (lowering-internal: not a user-facing primitive) ---
-
-attention_p = core.Primitive("fused_attention")
-
-
-@attention_p.def_abstract_eval
-def _attention_abstract(q, k, v, *, causal, scale, precision, out_dtype):
-    if not (q.ndim == k.ndim == v.ndim >= 2 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
-            and q.shape[-1] == k.shape[-1] and k.shape[-2] == v.shape[-2]):
-        raise TypeError(f"fused_attention: q (..., Lq, D), k (..., Lk, D) and v (..., Lk, Dv) "
-                        f"disagree: got {q.str_short()}, {k.str_short()}, {v.str_short()}")
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"fused_attention: q, k and v must have one dtype, got {q.dtype}, "
-                        f"{k.dtype} and {v.dtype}")
-    return ShapedArray(q.shape[:-1] + v.shape[-1:], np.dtype(out_dtype))
-
-
-def attention_reference(q, k, v, *, causal, scale, precision=None, out_dtype=None):
-    """numpy value of a ``fused_attention`` equation (float32 math)."""
-    qf, kf, vf = (np.asarray(a, np.float32) for a in (q, k, v))
-    s = (qf @ np.swapaxes(kf, -1, -2)) * np.float32(scale)
-    if causal:
-        lq, lk = s.shape[-2:]
-        s = np.where(np.tril(np.ones((lq, lk), bool)), s, -np.inf)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - s.max(axis=-1, keepdims=True))
-        p = e / e.sum(axis=-1, keepdims=True)
-    return (p @ vf).astype(out_dtype or np.asarray(q).dtype)
-
-
-def _attention_cost(eqn):
-    q, k, v = (x.aval for x in eqn.invars)
-    batch = math.prod(q.shape[:-2])
-    lq, d = q.shape[-2:]
-    lk, dv = v.shape[-2:]
-    return 2 * batch * lq * lk * (d + dv) + 4 * batch * lq * lk, batch * lq * lk
-
-
-def _register_cost():
-    from functrax.lowering.cost import cost_rules
-    cost_rules[attention_p] = _attention_cost
-
-
-_register_cost()
-
 
 # --- the match ---
 
@@ -178,7 +138,8 @@ class _Graph:
         return self._memo[v]
 
     def _evaluate(self, v):
-        from functrax.lowering.numpy.rules import numpy_rules
+        """Evaluate ``v`` now with the eager (numpy backend) rules, when it is computed from
+        constants by a few equations that all have one."""
         if v.aval.size > _MAX_CONST_ELEMENTS:
             return None
         seen, stack = set(), [v]
@@ -192,7 +153,7 @@ class _Graph:
             if j in seen:
                 continue
             e = self.eqns[j]
-            if any(core.sub_jaxprs(e.params)) or e.primitive not in numpy_rules:
+            if any(core.sub_jaxprs(e.params)) or core.eager_rule(e.primitive) is None:
                 return None
             seen.add(j)
             stack.extend(e.invars)
@@ -203,7 +164,7 @@ class _Graph:
                     for u in e.invars]
             try:
                 with np.errstate(all="ignore"):
-                    res = numpy_rules[e.primitive](*args, **e.params)
+                    res = core.eager_rule(e.primitive)(*args, **e.params)
             except Exception:  # noqa: BLE001 - not evaluable now: no match
                 return None
             res = res if e.primitive.multiple_results else [res]
@@ -245,9 +206,6 @@ def _through_transposes(g, var, perm):
 
 def _softmax_input(g, p):
     """``(x, equation positions)`` when ``p`` is the softmax of ``x`` over its last axis."""
-    from functrax.lowering.fusion.pattern_terms import (
-        canonical_term, softmax_template, template_term, unify,
-    )
     last = p.aval.ndim - 1
     cands, seen, stack = [], set(), [p]
     while stack and len(seen) < _MAX_SOFTMAX_EQNS:  # reduce_max over the last axis
@@ -453,8 +411,7 @@ def _operand(var, perm, eqns):
     if perm is None:
         return var
     out = Var(ShapedArray(_permuted(var.aval.shape, perm), var.aval.dtype))
-    from functrax.primitives import primitive_registry
-    eqns.append(JaxprEqn([var], [out], primitive_registry["transpose"],
+    eqns.append(JaxprEqn([var], [out], P.transpose_p,
                          {"permutation": tuple(perm)}))
     return out
 

@@ -62,7 +62,8 @@ from functrax.lowering.fusion.tables import (
     CONDITIONAL, FAMILY_CATEGORIES, MAX_CONCAT_OPERANDS, UNFUSIBLE_FAMILIES, UNFUSIBLE_PRIMITIVES,
     classify, fusion_category,
 )
-from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind, def_use
+from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
+from functrax.passes.def_use import def_use
 
 __all__ = ["FAMILY_CATEGORIES", "UNFUSIBLE_FAMILIES", "UNFUSIBLE_PRIMITIVES", "CONDITIONAL",
            "fusion_category", "FusionConfig",

@@ -40,7 +40,7 @@ UNFUSIBLE_FAMILIES = {
     Family.COLLECTIVE: "collective over a named axis: communication, not a loop over indices",
     Family.LINALG: "linear algebra decomposition: numpy fallback",
     Family.PRNG: "threefry2x32: multi-result integer hash (its own kernel)",
-    Family.FUSED: "a fused pattern: one hand-written kernel",
+    Family.FUSED: "a fused pattern: one hand-written kernel of its own",
 }
 
 # primitive -> its own reason (more precise than its family's)
@@ -49,6 +49,7 @@ UNFUSIBLE_PRIMITIVES = {
     P.scan_p: "control flow: a loop over a sub-jaxpr",
     P.while_p: "control flow: a loop over a sub-jaxpr",
     P.xla_pmap_p: "pmap: a call mapped over devices (each device runs its own program)",
+    P.attention_p: "attention: a flash-style kernel of its own (kernels/attention.py)",
 }
 
 

@@ -65,15 +65,3 @@ class FusionPlan:
 
 __all__ = ["GroupKind", "FusionGroup", "FusionPlan", "Jaxpr", "JaxprEqn", "Var"]
 
-
-def def_use(jaxpr) -> tuple:
-    """``(prod, uses, outs)`` of a jaxpr: the index of the equation producing each variable,
-    the indices of the equations reading it (in order), and the set of output variables."""
-    prod, uses = {}, {}
-    for i, e in enumerate(jaxpr.eqns):
-        for v in e.invars:
-            if type(v) is Var:
-                uses.setdefault(v, []).append(i)
-        for v in e.outvars:
-            prod[v] = i
-    return prod, uses, {v for v in jaxpr.outvars if type(v) is Var}

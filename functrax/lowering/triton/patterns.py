@@ -17,15 +17,16 @@ attention     OPAQUE       ``kernels/attention.py``: one ``fused_attention`` equ
                            groups otherwise (``functrax/passes/attention.py``)
 ============  ===========  ====================================================================
 
-A REDUCTION pattern is a reference function (:data:`TEMPLATES`) traced at the group's shape
-and dtype (and optimized as ``jit`` optimizes). Both it and the group become *canonical
-terms*: expression trees over their inputs in which the spellings that do not change values
-disappear (``expand_dims``/``squeeze``/``reshape`` that only add or drop size-1 dims,
-broadcasts of a row result back along the row, ``stop_gradient``, ``max(-inf, r)``), and
-commutative operations match in either order. The group matches when it has one output and
-its term equals the template's up to a one-to-one mapping of inputs (the template's ``eps``
-matches any float literal). Anything else, or rows too long for the kernel, falls through to
-the code generator.
+A REDUCTION pattern is a reference function (:data:`TEMPLATES`, written with the
+primitive-level wrappers and the row helpers of ``functrax/passes/pattern_terms.py``) traced
+at the group's shape and dtype (and optimized as ``jit`` optimizes). Both it and the group
+become *canonical terms*: expression trees over their inputs in which the spellings that do
+not change values disappear (``expand_dims``/``squeeze``/``reshape`` that only add or drop
+size-1 dims, broadcasts of a row result back along the row, ``stop_gradient``,
+``max(-inf, r)``), and commutative operations match in either order. The group matches when
+it has one output and its term equals the template's up to a one-to-one mapping of inputs
+(the template's ``eps`` matches any float literal). Anything else, or rows too long for the
+kernel, falls through to the code generator.
 
 >>> from functrax.lowering.triton.codegen import GPU_CONFIG   # doctest: +SKIP
 >>> build_pattern(group, GPU_CONFIG)                           # doctest: +SKIP
@@ -38,37 +39,42 @@ import math
 
 import numpy as np
 
+from functrax import primitives as P
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
-from functrax.lowering.fusion.pattern_terms import (
-    EPS_SENTINEL, canonical_term, softmax_template, template_term, unify,
-)
 from functrax.lowering.triton.codegen import INTERPRETER_CONFIG, KernelConfig
+from functrax.passes.pattern_terms import (
+    EPS_SENTINEL, along_rows, canonical_term, row_mean, softmax_template, template_term, unify,
+)
 
 __all__ = ["Pattern", "PATTERNS", "TEMPLATES", "build_pattern", "rewrite_patterns",
            "match_template", "canonical_term"]
 
-# --- reference functions (traced at the group's avals) ---
+# --- reference functions (traced at the group's avals; written with the primitive-level
+# wrappers and the row helpers of functrax/passes/pattern_terms.py) ---
 
 
 def _normalized(x, rsqrt):
-    import functrax.numpy as fnp
-    from functrax import lax
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    xc = x - mu
-    var = fnp.mean(xc * xc, axis=-1, keepdims=True)
+    xc = P.sub(x, along_rows(row_mean(x), x))
+    var = row_mean(P.mul(xc, xc))
     if rsqrt:
-        return xc * lax.rsqrt(var + EPS_SENTINEL)
-    return xc / fnp.sqrt(var + EPS_SENTINEL)
+        return P.mul(xc, along_rows(P.rsqrt(P.add(var, EPS_SENTINEL)), xc))
+    return P.div(xc, along_rows(P.sqrt(P.add(var, EPS_SENTINEL)), xc))
 
 
 def _normalized_pow(x, rsqrt):
-    import functrax.numpy as fnp
-    from functrax import lax
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    xc = P.sub(x, along_rows(row_mean(x), x))
+    var = row_mean(P.integer_pow(xc, 2))
     if rsqrt:
-        return (x - mu) * lax.rsqrt(var + EPS_SENTINEL)
-    return (x - mu) / fnp.sqrt(var + EPS_SENTINEL)
+        return P.mul(xc, along_rows(P.rsqrt(P.add(var, EPS_SENTINEL)), xc))
+    return P.div(xc, along_rows(P.sqrt(P.add(var, EPS_SENTINEL)), xc))
+
+
+def _affine(y, w, b):
+    """``y * w + b`` with ``w`` and ``b`` (N,) broadcast along the rows of ``y`` (..., N)."""
+    shape = y.aval.shape
+    along = (len(shape) - 1,)
+    return P.add(P.mul(y, P.broadcast_in_dim(w, shape, along)),
+                 P.broadcast_in_dim(b, shape, along))
 
 
 def _layernorm_variants():
@@ -78,7 +84,7 @@ def _layernorm_variants():
             out.append((f"{norm.__name__}{'_rsqrt' if rsqrt else ''}",
                         lambda x, n=norm, r=rsqrt: n(x, r), False))
             out.append((f"{norm.__name__}{'_rsqrt' if rsqrt else ''}_affine",
-                        lambda x, w, b, n=norm, r=rsqrt: n(x, r) * w + b, True))
+                        lambda x, w, b, n=norm, r=rsqrt: _affine(n(x, r), w, b), True))
     return out
 
 
@@ -89,7 +95,7 @@ TEMPLATES = {
 }
 
 
-# --- matching a REDUCTION group (canonical terms: functrax/lowering/fusion/pattern_terms.py) ---
+# --- matching a REDUCTION group (canonical terms: functrax/passes/pattern_terms.py) ---
 
 def match_template(group: FusionGroup, name: str):
     """``(variant, {template input: group input position, "eps": value})`` when the
@@ -234,8 +240,7 @@ def _attention_fits(match) -> bool:
 
 
 def _match_attention(group):
-    from functrax.passes.attention import attention_p
-    if len(group.eqns) == 1 and group.eqns[0].primitive is attention_p:
+    if len(group.eqns) == 1 and group.eqns[0].primitive is P.attention_p:
         return group.eqns[0]
     return None
 

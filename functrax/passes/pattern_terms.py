@@ -1,5 +1,6 @@
 """Canonical terms: backend-independent matching of a computation against a reference
-function (used by the hand-written kernel patterns and the attention pattern pass).
+function (used by the attention pattern pass and by the Triton backend's hand-written kernel
+patterns, ``functrax/lowering/triton/patterns.py``).
 
 A *canonical term* is the expression tree of a value over chosen inputs, in which the
 spellings that do not change values disappear (``expand_dims``/``squeeze``/``reshape`` that
@@ -10,6 +11,13 @@ optimizes) into such a term; :func:`unify` compares a template's term with a pro
 one-to-one mapping of inputs (a template literal equal to :data:`EPS_SENTINEL` matches any
 float literal, bound as ``"eps"``).
 
+Templates are written with the primitive-level wrappers (``functrax.primitives``), using the
+row helpers below (:func:`row_max`, :func:`row_sum`, :func:`row_mean`, :func:`along_rows`):
+they spell a reduction over the last axis the way ``functrax.numpy`` does (float16/bfloat16
+sums and means accumulate in float32, ``keepdims`` results broadcast back along the row), so
+a template's term equals the one of user code written with ``functrax.numpy``/``nn``.
+:func:`softmax_template` is the reference softmax.
+
 >>> t = template_term(softmax_template, [ShapedArray((2, 3), np.float32)])  # doctest: +SKIP
 >>> unify(t, canonical_term(eqns, out, [x]), {})                             # doctest: +SKIP
 True
@@ -18,9 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from functrax import core, dtypes
+from functrax import primitives as P
 from functrax.core import Literal
 
-__all__ = ["EPS_SENTINEL", "canonical_term", "unify", "template_term", "softmax_template"]
+__all__ = ["EPS_SENTINEL", "canonical_term", "unify", "template_term", "softmax_template",
+           "row_max", "row_sum", "row_mean", "along_rows"]
 
 EPS_SENTINEL = 1.2345678e-05  # a template's eps: matches any float literal
 
@@ -28,13 +39,60 @@ _TRANSPARENT = {"stop_gradient", "copy", "expand_dims", "squeeze", "reshape"}
 _COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "eq", "ne"}
 
 
+def _accumulation_dtype(dtype) -> np.dtype:
+    """The dtype ``functrax.numpy`` sums ``dtype`` in: float32 for float16/bfloat16."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float16 or (dtypes.bfloat16 is not None
+                               and dtype == np.dtype(dtypes.bfloat16)):
+        return np.dtype(np.float32)
+    return dtype
+
+
+def _last(x) -> int:
+    return core.get_aval(x).ndim - 1
+
+
+def row_max(x):
+    """The maximum over the last axis, kept as a size-1 axis (``fnp.max(x, -1, keepdims=True)``)."""
+    last = _last(x)
+    return P.expand_dims(P.reduce_max(x, (last,)), (last,))
+
+
+def row_sum(x):
+    """The sum over the last axis, kept as a size-1 axis (``fnp.sum(x, -1, keepdims=True)``:
+    float16/bfloat16 accumulate in float32)."""
+    last, dtype = _last(x), core.get_aval(x).dtype
+    acc = P.convert_element_type(x, _accumulation_dtype(dtype))
+    return P.convert_element_type(P.expand_dims(P.reduce_sum(acc, (last,)), (last,)), dtype)
+
+
+def row_mean(x):
+    """The mean over the last axis, kept as a size-1 axis (``fnp.mean(x, -1, keepdims=True)``
+    of a float ``x``: float16/bfloat16 accumulate in float32)."""
+    aval = core.get_aval(x)
+    last, acc_dtype = aval.ndim - 1, _accumulation_dtype(aval.dtype)
+    acc = P.convert_element_type(x, acc_dtype)
+    total = P.expand_dims(P.reduce_sum(acc, (last,)), (last,))
+    mean = P.div(total, np.asarray(aval.shape[last], acc_dtype)[()])
+    return P.convert_element_type(mean, aval.dtype)
+
+
+def along_rows(r, like):
+    """A row result ``r`` (size-1 last axis) broadcast back along the rows of ``like``."""
+    shape = core.get_aval(like).shape
+    return P.broadcast_in_dim(r, shape, tuple(range(len(shape))))
+
+
 def softmax_template(x):
-    """The reference softmax over the last axis (what ``nn.softmax(x)`` computes)."""
-    import functrax.numpy as fnp
-    from functrax import lax
-    m = fnp.max(x, axis=-1, keepdims=True)
-    e = fnp.exp(x - lax.stop_gradient(m))
-    return e / fnp.sum(e, axis=-1, keepdims=True)
+    """The reference softmax over the last axis (what ``nn.softmax(x)`` computes).
+
+    >>> from functrax.core import ShapedArray
+    >>> t = template_term(softmax_template, [ShapedArray((2, 3), np.float32)])
+    >>> t[0], t[2][0], t[3][0]  # exp(x - max) / sum(exp(x - max)), the sum's row broadcast
+    ('div', 'exp', 'reduce_sum')
+    """
+    e = P.exp(P.sub(x, along_rows(P.stop_gradient(row_max(x)), x)))
+    return P.div(e, along_rows(row_sum(e), e))
 
 
 def _nontrivial(shape):

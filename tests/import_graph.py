@@ -113,7 +113,7 @@ def imports(root: str = ROOT) -> list:
                 target = _resolve(name, mods)
                 if target is not None and target != mod:
                     out.append(Import(mod, target, rel, node.lineno))
-    return out
+    return list(dict.fromkeys(out))  # one entry per (source, target, line)
 
 
 def layer_violations(root: str = ROOT) -> list:

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from functrax import lax
+from functrax import core, lax
 from functrax.core import Array, Tracer
 from functrax.errors import ConcretizationTypeError
 from functrax.numpy import selection, shape_ops, ufuncs
@@ -17,7 +17,7 @@ from functrax.numpy.promotion import (
     asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axis,
     check_arraylike, promote_dtypes,
 )
-from functrax.numpy.indexing import _IDX, _aval, _concrete, _concrete_or_error, _int_operand
+from functrax.numpy.indexing import INDEX_DTYPE, concrete_value, concrete_or_error, int_operand
 from functrax.primitives.gather_scatter import ScatterDimensionNumbers
 
 __all__ = [
@@ -44,7 +44,7 @@ def nonzero(a, *, size=None, fill_value=None):
     """
     check_arraylike("nonzero", a)
     a = asarray_operand(a)
-    shape = _aval(a).shape
+    shape = core.get_aval(a).shape
     if not shape:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "functrax.numpy.atleast_1d(scalar).nonzero() instead.")
@@ -55,19 +55,19 @@ def nonzero(a, *, size=None, fill_value=None):
                              f"got {fill_value}")
     else:
         fills = (0,) * len(shape)
-    value = _concrete(a)
+    value = concrete_value(a)
     if size is None:
         if value is None:
             raise ConcretizationTypeError(
                 a, "The size argument of functrax.numpy.nonzero must be statically specified "
                    "to use nonzero within transformations. ")
-        return tuple(Array(i.astype(_IDX)) for i in np.nonzero(value))
+        return tuple(Array(i.astype(INDEX_DTYPE)) for i in np.nonzero(value))
     size = operator.index(size)
     if value is not None and not any(isinstance(f, Tracer) for f in fills):
         out = []
         for i, f in zip(np.nonzero(value), fills):
-            i = i[:size].astype(_IDX)
-            pad = np.full(size - i.shape[0], np.asarray(_concrete(f)), _IDX)
+            i = i[:size].astype(INDEX_DTYPE)
+            pad = np.full(size - i.shape[0], np.asarray(concrete_value(f)), INDEX_DTYPE)
             out.append(Array(np.concatenate([i, pad])))
         return tuple(out)
     return _nonzero_traced(a, shape, size, fills)
@@ -77,21 +77,21 @@ def _nonzero_traced(a, shape, size, fills):
     """nonzero with a static size: scatter the flat positions of True to their ranks."""
     total = int(np.prod(shape))
     if total == 0 or size == 0:
-        return tuple(lax.full((size,), 0, _IDX) for _ in shape)
+        return tuple(lax.full((size,), 0, INDEX_DTYPE) for _ in shape)
     flat = lax.reshape(a, (total,))
-    mask = flat if _aval(flat).dtype.kind == "b" else ufuncs.not_equal(flat, 0)
-    rank = lax.sub(lax.cumsum(lax.convert_element_type(mask, _IDX), 0), np.int32(1))
-    target = lax.select(mask, rank, lax.full((total,), size, _IDX))
-    positions = lax.scatter(lax.full((size,), 0, _IDX), lax.expand_dims(target, (1,)),
-                            lax.iota(_IDX, total),
+    mask = flat if core.get_aval(flat).dtype.kind == "b" else ufuncs.not_equal(flat, 0)
+    rank = lax.sub(lax.cumsum(lax.convert_element_type(mask, INDEX_DTYPE), 0), np.int32(1))
+    target = lax.select(mask, rank, lax.full((total,), size, INDEX_DTYPE))
+    positions = lax.scatter(lax.full((size,), 0, INDEX_DTYPE), lax.expand_dims(target, (1,)),
+                            lax.iota(INDEX_DTYPE, total),
                             ScatterDimensionNumbers((), (0,), (0,)), mode="drop")
-    count = lax.reduce_sum(lax.convert_element_type(mask, _IDX), (0,))
-    padding = lax.ge(lax.iota(_IDX, size), count)
+    count = lax.reduce_sum(lax.convert_element_type(mask, INDEX_DTYPE), (0,))
+    padding = lax.ge(lax.iota(INDEX_DTYPE, size), count)
     out, stride = [], total
     for n, f in zip(shape, fills):
         stride //= n
         i = lax.rem(lax.div(positions, np.int32(stride)), np.int32(n))
-        out.append(selection.where(padding, f, i).astype(_IDX))
+        out.append(selection.where(padding, f, i).astype(INDEX_DTYPE))
     return tuple(out)
 
 
@@ -111,10 +111,10 @@ def argwhere(a, *, size=None, fill_value=None):
     """
     check_arraylike("argwhere", a)
     a = asarray_operand(a)
-    nd = _aval(a).ndim
+    nd = core.get_aval(a).ndim
     result = nonzero(shape_ops.atleast_1d(a), size=size, fill_value=fill_value)
     if nd == 0:
-        return lax.full((_aval(result[0]).shape[0], 0), 0, _IDX)
+        return lax.full((core.get_aval(result[0]).shape[0], 0), 0, INDEX_DTYPE)
     return shape_ops.stack(result, axis=1)
 
 
@@ -129,21 +129,21 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
     """
     check_arraylike("compress", condition, a)
     cond = asarray_operand(condition)
-    if _aval(cond).dtype.kind != "b":
+    if core.get_aval(cond).dtype.kind != "b":
         cond = lax.convert_element_type(ufuncs.not_equal(cond, 0), np.bool_)
-    if _aval(cond).ndim != 1:
+    if core.get_aval(cond).ndim != 1:
         raise ValueError(f"compress: condition must be a 1D array, got shape "
-                         f"{_aval(cond).shape}")
+                         f"{core.get_aval(cond).shape}")
     a = asarray_operand(a)
     if axis is None:
         arr, axis = shape_ops.ravel(a), 0
     else:
-        axis = canonicalize_axis(axis, _aval(a).ndim, "compress")
+        axis = canonicalize_axis(axis, core.get_aval(a).ndim, "compress")
         arr = shape_ops.moveaxis(a, axis, 0)
-    n = _aval(arr).shape[0]
-    m = _aval(cond).shape[0]
+    n = core.get_aval(arr).shape[0]
+    m = core.get_aval(cond).shape[0]
     if m > n:
-        extra = _concrete_or_error(cond[n:], "compress: a condition longer than the axis must "
+        extra = concrete_or_error(cond[n:], "compress: a condition longer than the axis must "
                                              "be concrete (its extra entries must be False). ")
         if extra.any():
             raise ValueError("compress: condition contains entries that are out of bounds "
@@ -153,7 +153,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
         arr = arr[:m]
     idx = nonzero(cond, size=size, fill_value=m)[0]
     result = arr.at[idx].get(mode="fill", fill_value=fill_value)
-    return shape_ops.moveaxis(result, 0, axis) if _aval(result).ndim else result
+    return shape_ops.moveaxis(result, 0, axis) if core.get_aval(result).ndim else result
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
@@ -181,11 +181,11 @@ def select(condlist, choicelist, default=0):
     out = default
     for cond, choice in reversed(list(zip(condlist, choices))):
         cond = asarray_operand(cond)
-        if _aval(cond).dtype.kind != "b":
+        if core.get_aval(cond).dtype.kind != "b":
             cond = ufuncs.not_equal(cond, 0)
         out = selection.where(cond, choice, out)
     shape = broadcast_shapes_named("select", *[np.shape(x) if not isinstance(
-        x, (Array, Tracer)) else _aval(x).shape for x in (*condlist, *choices, default)])
+        x, (Array, Tracer)) else core.get_aval(x).shape for x in (*condlist, *choices, default)])
     return broadcast_to_shape(asarray_operand(out), shape)
 
 
@@ -206,13 +206,13 @@ def diag_indices(n, ndim=2):
         raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
     if ndim < 0:
         raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
-    return (lax.iota(_IDX, n),) * ndim
+    return (lax.iota(INDEX_DTYPE, n),) * ndim
 
 
 def diag_indices_from(arr):
     """:func:`diag_indices` for the shape of ``arr`` (all dimensions equal, rank >= 2)."""
     check_arraylike("diag_indices_from", arr)
-    shape = np.shape(arr) if not isinstance(arr, (Array, Tracer)) else _aval(arr).shape
+    shape = np.shape(arr) if not isinstance(arr, (Array, Tracer)) else core.get_aval(arr).shape
     if len(shape) < 2:
         raise ValueError(f"diag_indices_from: input array must be at least 2-d, got shape "
                          f"{shape}")
@@ -226,7 +226,7 @@ def _tri_indices(fn, name, n, k, m):
     n = _static_int(n, f"{name}: n")
     k = _static_int(k, f"{name}: k")
     m = n if m is None else _static_int(m, f"{name}: m")
-    return tuple(Array(i.astype(_IDX)) for i in fn(n, k, m))
+    return tuple(Array(i.astype(INDEX_DTYPE)) for i in fn(n, k, m))
 
 
 def tril_indices(n, k=0, m=None):
@@ -246,7 +246,7 @@ def triu_indices(n, k=0, m=None):
 
 def _tri_from(fn, name, arr, k):
     check_arraylike(name, arr)
-    shape = np.shape(arr) if not isinstance(arr, (Array, Tracer)) else _aval(arr).shape
+    shape = np.shape(arr) if not isinstance(arr, (Array, Tracer)) else core.get_aval(arr).shape
     if len(shape) != 2:
         raise ValueError(f"{name}: input array must be 2-d, got shape {shape}")
     return fn(shape[0], k=k, m=shape[1])
@@ -271,7 +271,7 @@ def indices(dimensions, dtype=None, sparse=False):
            [0, 1, 2]], dtype=int32)
     """
     from functrax import dtypes
-    dtype = _IDX if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = INDEX_DTYPE if dtype is None else dtypes.canonicalize_dtype(dtype)
     dims = tuple(_static_int(d, "indices: dimensions") for d in dimensions)
     nd = len(dims)
     if sparse:
@@ -293,15 +293,15 @@ def ix_(*args):
     n, out = len(args), []
     for i, a in enumerate(args):
         a = asarray_operand(a)
-        if _aval(a).ndim != 1:
+        if core.get_aval(a).ndim != 1:
             raise ValueError(f"Arguments to functrax.numpy.ix_ must be 1-dimensional, got "
-                             f"shape {_aval(a).shape} at position {i}")
-        if _aval(a).dtype.kind == "b":
+                             f"shape {core.get_aval(a).shape} at position {i}")
+        if core.get_aval(a).dtype.kind == "b":
             a = nonzero(a)[0]
         shape = [1] * n
-        shape[i] = _aval(a).shape[0]
-        if _aval(a).size == 0:
-            out.append(lax.full(shape, 0, _IDX))
+        shape[i] = core.get_aval(a).shape[0]
+        if core.get_aval(a).size == 0:
+            out.append(lax.full(shape, 0, INDEX_DTYPE))
         else:
             out.append(lax.broadcast_in_dim(a, shape, (i,)))
     return tuple(out)
@@ -317,7 +317,7 @@ def unravel_index(indices, shape):
     (Array([1, 1], dtype=int32), Array([1, 3], dtype=int32))
     """
     check_arraylike("unravel_index", indices)
-    idx = _int_operand("unravel_index", indices, "indices")
+    idx = int_operand("unravel_index", indices, "indices")
     try:
         shape = list(shape)
     except TypeError:
@@ -349,10 +349,10 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
                          f"len(dims)={len(dims)}")
     dims = tuple(_static_int(d, "ravel_multi_index: dims") for d in dims)
     check_arraylike("ravel_multi_index", *multi_index)
-    arrs = [_int_operand("ravel_multi_index", i, "multi_index") for i in multi_index]
+    arrs = [int_operand("ravel_multi_index", i, "multi_index") for i in multi_index]
     if mode == "raise":
         for i, d in zip(arrs, dims):
-            v = _concrete_or_error(i, "ravel_multi_index with mode='raise' needs concrete "
+            v = concrete_or_error(i, "ravel_multi_index with mode='raise' needs concrete "
                                       "indices; use mode='wrap' or mode='clip' instead. ")
             if np.any((v < 0) | (v >= d)):
                 raise ValueError("ravel_multi_index: invalid entry in coordinates array")
@@ -368,7 +368,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         strides = np.cumprod((1,) + dims[1:][::-1])[::-1]
     else:
         raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
-    result = Array(np.zeros((), _aval(arrs[0]).dtype if arrs else _IDX))
+    result = Array(np.zeros((), core.get_aval(arrs[0]).dtype if arrs else INDEX_DTYPE))
     for i, s in zip(arrs, strides):
         result = ufuncs.add(result, ufuncs.multiply(i, int(s)))
     return result

@@ -39,7 +39,7 @@ from functrax.primitives.gather_scatter import (
 
 __all__ = ["take", "take_along_axis"]  # + the index helpers of index_tricks.py (at the end)
 
-_IDX = np.dtype(np.int32)  # the index dtype of gathers and scatters (JAX: int32 unless x64)
+INDEX_DTYPE = np.dtype(np.int32)  # the index dtype of gathers and scatters (JAX: int32 unless x64)
 _INT_MAX = np.iinfo(np.int32).max
 
 
@@ -51,7 +51,7 @@ def _is_array(x):
     return isinstance(x, (Array, Tracer, np.ndarray))
 
 
-def _concrete(x):
+def concrete_value(x):
     """The numpy value of a concrete array (Array, numpy, or a tracer that knows it), else None."""
     if isinstance(x, np.ndarray):
         return x
@@ -62,8 +62,8 @@ def _concrete(x):
     return np.asarray(x)
 
 
-def _concrete_or_error(x, context):
-    v = _concrete(x)
+def concrete_or_error(x, context):
+    v = concrete_value(x)
     if v is None:
         raise ConcretizationTypeError(x, context)
     return v
@@ -129,7 +129,7 @@ def _entry(e, pos):
             from functrax.numpy.creation import array
             e = array(e)
         else:
-            e = np.asarray(e) if len(e) else np.zeros((0,), _IDX)
+            e = np.asarray(e) if len(e) else np.zeros((0,), INDEX_DTYPE)
     if isinstance(e, (np.generic, float, complex)):
         e = np.asarray(e)
     if _is_array(e):
@@ -164,7 +164,7 @@ def _expand_masks(entries, shape):
         if e is Ellipsis:
             axis += ndim - consumed
         elif _is_array(e) and e.dtype.kind == "b":
-            v = _concrete(e)
+            v = concrete_value(e)
             if v is None:
                 raise NonConcreteBooleanIndexError(e)
             if v.ndim == 0:
@@ -174,7 +174,7 @@ def _expand_masks(entries, shape):
             if v.shape != expected:
                 raise IndexError(f"boolean index did not match shape of indexed array in index "
                                  f"{pos}: got {v.shape}, expected {expected}")
-            out.extend(i.astype(_IDX) for i in np.nonzero(v))
+            out.extend(i.astype(INDEX_DTYPE) for i in np.nonzero(v))
             axis += v.ndim
             continue
         else:
@@ -207,7 +207,7 @@ def _parse_index(shape, idx) -> _Parsed:
     for i, e in enumerate(entries):
         if isinstance(e, bool):
             bool_axes.append(axis)
-            entries[i] = np.arange(int(e), dtype=_IDX)
+            entries[i] = np.arange(int(e), dtype=INDEX_DTYPE)
             new_shape.append(1)
             axis += 1
         elif e is not None:
@@ -235,15 +235,15 @@ def _check_static_bounds(p: _Parsed):
 def _normalize_index(i, n):
     """An int32 index (or index array) with negative values wrapped once by ``n``."""
     if isinstance(i, int):
-        return np.asarray(i + n if i < 0 else i, _IDX)
+        return np.asarray(i + n if i < 0 else i, INDEX_DTYPE)
     if not isinstance(i, Tracer):  # concrete: computed here, a constant in the jaxpr
         v = np.asarray(i)
         if v.dtype.kind != "u":
             v = np.where(v < 0, v.astype(np.int64) + n, v)
-        return np.clip(v, -_INT_MAX - 1, _INT_MAX).astype(_IDX)
+        return np.clip(v, -_INT_MAX - 1, _INT_MAX).astype(INDEX_DTYPE)
     unsigned = i.dtype.kind == "u"
-    if i.dtype != _IDX:
-        i = lax.convert_element_type(i, _IDX)
+    if i.dtype != INDEX_DTYPE:
+        i = lax.convert_element_type(i, INDEX_DTYPE)
     if unsigned:
         return i
     return lax.select(lax.lt(i, 0), lax.add(i, np.int32(n)), i)
@@ -332,7 +332,7 @@ class _Indexer(NamedTuple):
 def _assemble_indices(components, gshape):
     """Broadcast each (index, first dim) into ``gshape`` and stack them on a last axis."""
     if not components:
-        return Array(np.zeros((0,), _IDX))
+        return Array(np.zeros((0,), INDEX_DTYPE))
     gshape = tuple(gshape)
     if all(not isinstance(a, Tracer) for a, _ in components):
         cols = []
@@ -341,10 +341,10 @@ def _assemble_indices(components, gshape):
             shape = [1] * len(gshape)
             shape[start:start + a.ndim] = a.shape
             cols.append(np.broadcast_to(a.reshape(shape), gshape))
-        return Array(np.stack(cols, axis=-1).astype(_IDX))
+        return Array(np.stack(cols, axis=-1).astype(INDEX_DTYPE))
     cols = []
     for a, start in components:
-        a = a if isinstance(a, Tracer) else Array(np.asarray(a, _IDX))
+        a = a if isinstance(a, Tracer) else Array(np.asarray(a, INDEX_DTYPE))
         a = lax.broadcast_in_dim(a, gshape, tuple(range(start, start + _aval(a).ndim)))
         cols.append(lax.expand_dims(a, (len(gshape),)))
     return lax.concatenate(cols, len(gshape))
@@ -408,7 +408,7 @@ def _index_to_gather(p: _Parsed) -> _Indexer:
             slice_shape.append(size)
             if step == 1:
                 if size != n:
-                    components.append((np.asarray(start, _IDX), len(gshape)))
+                    components.append((np.asarray(start, INDEX_DTYPE), len(gshape)))
                     start_index_map.append(axis)
                 gather_slice_shape.append(size)
                 offset_dims.append(cy_axis)
@@ -417,7 +417,7 @@ def _index_to_gather(p: _Parsed) -> _Indexer:
                 if step < 0:
                     reversed_dims.append(cy_axis)
                     idx = idx[::-1]
-                components.append((idx.astype(_IDX), len(gshape)))
+                components.append((idx.astype(INDEX_DTYPE), len(gshape)))
                 gshape.append(size)
                 start_index_map.append(axis)
                 collapsed.append(axis)
@@ -447,7 +447,7 @@ def _index_to_gather(p: _Parsed) -> _Indexer:
 def _static_fill_value(fill_value):
     if fill_value is None:
         return None
-    v = _concrete_or_error(fill_value, "The fill_value argument to an indexed get() must be "
+    v = concrete_or_error(fill_value, "The fill_value argument to an indexed get() must be "
                                        "concrete. ")
     if np.ndim(v) != 0:
         raise ValueError(f"fill_value argument to indexed get() must be a scalar, got shape "
@@ -616,7 +616,7 @@ array_methods.install_extra("at", property(_IndexUpdateHelper, doc=_IndexUpdateR
 # --- take / take_along_axis ---
 
 
-def _int_operand(fun_name, x, argname):
+def int_operand(fun_name, x, argname):
     x = asarray_operand(x)
     if _aval(x).dtype.kind not in "iu":
         raise TypeError(f"{fun_name}: {argname} must have an integer dtype, got "
@@ -640,7 +640,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         raise NotImplementedError("The 'out' argument to functrax.numpy.take is not supported.")
     check_arraylike("take", a, indices)
     a = asarray_operand(a)
-    indices = _int_operand("take", indices, "indices")
+    indices = int_operand("take", indices, "indices")
     if axis is None:
         a = shape_ops.ravel(a)
         axis = 0
@@ -691,7 +691,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     """
     check_arraylike("take_along_axis", arr, indices)
     a = asarray_operand(arr)
-    indices = _int_operand("take_along_axis", indices, "indices")
+    indices = int_operand("take_along_axis", indices, "indices")
     if axis is None:
         if _aval(indices).ndim != 1:
             raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
@@ -711,7 +711,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     if mode != "promise_in_bounds":
         indices = _normalize_index(indices, n)
     elif not isinstance(indices, Tracer):
-        indices = np.asarray(indices, _IDX)
+        indices = np.asarray(indices, INDEX_DTYPE)
     index_dims = [i for i, s in enumerate(idx_shape) if i == axis or s != 1]
     slice_sizes, offset_dims, start_index_map, collapsed = [], [], [], []
     obd, ibd, squeeze = [], [], []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import dtypes, lax
-from functrax.numpy.shape_ops import _array, _aval, _static
+from functrax import core, dtypes, lax
+from functrax.numpy.promotion import array_operand, static_value
 
 _PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(), "empty": set(),
                "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
@@ -16,7 +16,7 @@ _PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(), "e
 
 
 def _pad_pairs(pad_width, nd):
-    pw = _static(pad_width, "pad", "pad_width")
+    pw = static_value(pad_width, "pad", "pad_width")
     try:
         arr = np.asarray(pw)
     except ValueError:
@@ -41,10 +41,10 @@ def _scalar_at(x, i, j):
 
 def _pad_constant(a, pw, constant_values):
     from functrax.numpy.creation import asarray
-    aval = _aval(a)
+    aval = core.get_aval(a)
     nd = aval.ndim
     cv = lax.convert_element_type(asarray(constant_values), aval.dtype, aval.weak_type)
-    cshape = _aval(cv).shape
+    cshape = core.get_aval(cv).shape
     if cshape == ():
         return lax.pad(a, cv, [(lo, hi, 0) for lo, hi in pw])
     try:
@@ -62,14 +62,14 @@ def _pad_constant(a, pw, constant_values):
 
 
 def _slice_ax(a, start, stop, ax):
-    n = _aval(a).shape[ax]
+    n = core.get_aval(a).shape[ax]
     start, stop, _ = slice(start, stop).indices(n)
     return lax.slice_in_dim(a, start, max(start, stop), 1, ax)
 
 
 def _edge_block(a, ax, n_pad, before):
     edge = _slice_ax(a, 0, 1, ax) if before else _slice_ax(a, -1, None, ax)
-    shape = list(_aval(a).shape)
+    shape = list(core.get_aval(a).shape)
     shape[ax] = n_pad
     return lax.broadcast_in_dim(edge, shape, tuple(range(len(shape))))
 
@@ -98,7 +98,8 @@ def _reflect_side(a, ax, padding, before, n, mode, odd):
             x = _slice_ax(a, -(cur + offset), None if offset == 0 else -offset, ax)
         x = lax.rev(x, (ax,))
         if odd:
-            e = lax.broadcast_in_dim(edge, _aval(x).shape, tuple(range(_aval(x).ndim)))
+            shape = core.get_aval(x).shape
+            e = lax.broadcast_in_dim(edge, shape, tuple(range(len(shape))))
             x = lax.sub(lax.mul(e, 2), x)
         if n > 1:
             edge = _slice_ax(x, 0, 1, ax) if before else _slice_ax(x, -1, None, ax)
@@ -120,11 +121,11 @@ def _reflect_axis(mode, reflect_type):
 
 def _pad_each_axis(a, pw, mode, pad_axis):
     for i, (lo, hi) in enumerate(pw):
-        n = _aval(a).shape[i]
+        n = core.get_aval(a).shape[i]
         if n == 0:
             if lo > 0 or hi > 0:
                 raise ValueError(f"pad: cannot apply '{mode}' padding to an empty axis (axis "
-                                 f"{i} of shape {_aval(a).shape}); use mode='constant'")
+                                 f"{i} of shape {core.get_aval(a).shape}); use mode='constant'")
             continue
         a = pad_axis(a, i, lo, hi, n)
     return a
@@ -144,7 +145,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     >>> fnp.pad(fnp.array([1, 2, 3]), (1, 2), mode="reflect")
     Array([2, 1, 2, 3, 2, 1], dtype=int32)
     """
-    array = _array("pad", array)
+    array = array_operand("pad", array)
     if not isinstance(mode, str):
         raise NotImplementedError("pad: a callable `mode` is not supported; use one of "
                                   f"{sorted(_PAD_KWARGS)}")
@@ -155,7 +156,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if extra:
         raise ValueError(f"pad: unsupported keyword arguments for mode '{mode}': "
                          f"{sorted(extra)}")
-    nd = _aval(array).ndim
+    nd = core.get_aval(array).ndim
     pw = _pad_pairs(pad_width, nd)
     if mode in ("constant", "empty"):
         return _pad_constant(array, pw, kwargs.get("constant_values", 0))
@@ -181,7 +182,7 @@ STAT_MODES = ("maximum", "minimum", "mean", "median")
 
 def static_pairs(value, nd, name, integral):
     """A static scalar / pair / per-axis pairs as a (nd, 2) numpy array (JAX's shapes)."""
-    v = _static(value, "pad", name)
+    v = static_value(value, "pad", name)
     try:
         arr = np.asarray(v)
     except ValueError:
@@ -215,13 +216,13 @@ def stat_lengths(stat_length, nd, mode):
 
 def _block(x, ax, n):
     """``x`` (size 1 along ``ax``) repeated ``n`` times along ``ax``."""
-    shape = list(_aval(x).shape)
+    shape = list(core.get_aval(x).shape)
     shape[ax] = n
     return lax.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape))))
 
 
 def _join(before, a, after, ax):
-    parts = [p for p in (before, a, after) if p is not None and _aval(p).shape[ax] > 0]
+    parts = [p for p in (before, a, after) if p is not None and core.get_aval(p).shape[ax] > 0]
     return lax.concatenate(parts, ax) if len(parts) > 1 else a
 
 
@@ -238,7 +239,7 @@ def stat_axis(mode, lengths):
 
     def stat(x, ax, like):
         s = fn(x, axis=ax, keepdims=True)
-        aval = _aval(like)
+        aval = core.get_aval(like)
         if dtypes.is_int(aval.dtype):
             s = _round(s)
         return lax.convert_element_type(s, aval.dtype, aval.weak_type)
@@ -261,7 +262,7 @@ def ramp_axis(end_values, nd):
     ends = static_pairs(end_values, nd, "end_values", integral=False)
 
     def ramp(a, i, end, edge, width):
-        aval = _aval(a)
+        aval = core.get_aval(a)
         shape = tuple(d for k, d in enumerate(aval.shape) if k != i)
         stop = lax.reshape(edge, shape)
         r = linspace(end[()], stop, num=width, endpoint=False, dtype=aval.dtype, axis=i)

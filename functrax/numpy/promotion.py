@@ -7,6 +7,7 @@ import numpy as np
 
 from functrax import core, dtypes, lax
 from functrax.core import Array, Tracer
+from functrax.errors import ConcretizationTypeError
 
 _SCALARS = (bool, int, float, complex)
 
@@ -193,3 +194,22 @@ def asarray_operand(x):
         return x
     from functrax.numpy.creation import asarray
     return asarray(x)
+
+
+def static_value(x, fun_name, argname):
+    """The concrete value of a static argument (tracers inside must have a known value)."""
+    if isinstance(x, core.Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            raise ConcretizationTypeError(
+                x, f"The problem arose with the `{argname}` argument of functrax.numpy."
+                   f"{fun_name}, which must be static because it determines the output shape. ")
+        return v
+    if isinstance(x, (list, tuple)):
+        return [static_value(v, fun_name, argname) for v in x]
+    return x
+
+
+def array_operand(fun_name, a):
+    check_arraylike(fun_name, a)
+    return asarray_operand(a)

@@ -21,7 +21,7 @@ from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes_inexact,
     promote_dtypes_numeric, shape_of,
 )
-from functrax.numpy.ufuncs import _to_bool, isnan, logical_not, true_divide
+from functrax.numpy.ufuncs import to_bool, isnan, logical_not, true_divide
 from functrax.numpy.selection import where as _where
 
 __all__ = [
@@ -48,7 +48,7 @@ def _no_out(name, out):
                                   "supported (arrays are immutable); use the return value.")
 
 
-def _canonicalize_axis(name, axis, ndim):
+def canonicalize_axis(name, axis, ndim):
     """A static axis in ``[-ndim, ndim)`` as a non-negative int (strict: 0-d has no axes)."""
     try:
         axis = operator.index(axis)
@@ -60,11 +60,11 @@ def _canonicalize_axis(name, axis, ndim):
     return axis % ndim
 
 
-def _reduction_axes(name, axis, ndim):
+def reduction_axes(name, axis, ndim):
     if axis is None:
         return tuple(range(ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = tuple(_canonicalize_axis(name, a, ndim) for a in axes)
+    out = tuple(canonicalize_axis(name, a, ndim) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: duplicate value in 'axis': {axis}")
     return out
@@ -120,7 +120,7 @@ def _check_where(name, where, shape):
     if type(where) is bool:
         m = core.Array(np.asarray(where))
     else:
-        m = _to_bool(asarray_operand(where))
+        m = to_bool(asarray_operand(where))
     try:
         return broadcast_to_shape(m, shape)
     except ValueError:
@@ -166,7 +166,7 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, reducer, bool_red
     if preproc is not None:
         a = preproc(a)
     aval = core.get_aval(a)
-    axes = _reduction_axes(name, axis, aval.ndim)
+    axes = reduction_axes(name, axis, aval.ndim)
     if initial is None and not has_identity and builtins.any(aval.shape[d] == 0 for d in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
                          f"(input shape {aval.shape}, axis={axis}); pass initial= or where=")
@@ -208,7 +208,7 @@ def _cast_to_numeric(a):
 def _cast_to_bool(a):
     if core.get_aval(a).dtype.kind == "c":
         a = lax.real(a)
-    return _to_bool(a)
+    return to_bool(a)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
@@ -298,7 +298,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out("mean", out)
     a = _operand("mean", a)
     aval = core.get_aval(a)
-    axes = _reduction_axes("mean", axis, aval.ndim)
+    axes = reduction_axes("mean", axis, aval.ndim)
     result_dtype = _to_inexact(aval.dtype) if dtype is None else _user_dtype("mean", dtype)
     comp = _upcast_f16(result_dtype)
     if where is not None:
@@ -354,7 +354,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def _var(name, a, axis, dtype, correction, keepdims, where):
     a = _operand(name, a)
     aval = core.get_aval(a)
-    axes = _reduction_axes(name, axis, aval.ndim)
+    axes = reduction_axes(name, axis, aval.ndim)
     comp, dtype = _var_promote_types(name, aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     if where is not None:
@@ -399,7 +399,7 @@ def _argreduce(name, lax_fn):
             a = lax.reshape(a, (aval.size,))
             ax = 0
         else:
-            ax = _canonicalize_axis(name, axis, aval.ndim)
+            ax = canonicalize_axis(name, axis, aval.ndim)
             dims = (ax,)
         if core.get_aval(a).shape[ax] == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence (input shape "
@@ -421,7 +421,7 @@ def _nanargreduce(name, base, fill):
         _no_out(name, out)
         a = _operand(name, a)
         if axis is not None:
-            _canonicalize_axis(name, axis, core.get_aval(a).ndim)
+            canonicalize_axis(name, axis, core.get_aval(a).ndim)
         if not dtypes.is_inexact(core.get_aval(a).dtype):
             return base(a, axis=axis, keepdims=keepdims)
         nan_mask = isnan(a)
@@ -442,7 +442,7 @@ nanargmin = _nanargreduce("nanargmin", argmin, np.inf)
 
 def _nan_reduction(name, a, reduction, init_val, nan_if_all_nan, axis, keepdims, where, **kw):
     a = _operand(name, a)
-    _reduction_axes(name, axis, core.get_aval(a).ndim)
+    reduction_axes(name, axis, core.get_aval(a).ndim)
     if not dtypes.is_inexact(core.get_aval(a).dtype):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kw)
     nan_mask = isnan(a)
@@ -486,7 +486,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     _no_out("nanmean", out)
     a = _operand("nanmean", a)
     aval = core.get_aval(a)
-    _reduction_axes("nanmean", axis, aval.ndim)
+    reduction_axes("nanmean", axis, aval.ndim)
     if not dtypes.is_inexact(aval.dtype):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
     dtype = aval.dtype if dtype is None else _user_dtype("nanmean", dtype)
@@ -505,7 +505,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 def _nanvar(name, a, axis, dtype, ddof, keepdims, where):
     a = _operand(name, a)
     aval = core.get_aval(a)
-    _reduction_axes(name, axis, aval.ndim)
+    reduction_axes(name, axis, aval.ndim)
     comp, dtype = _var_promote_types(name, aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     nan_mask = isnan(a)
@@ -536,7 +536,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=False, fill_value=0,
     a = _operand(name, a)
     if axis is None or core.get_aval(a).ndim == 0:
         a = lax.reshape(a, (core.get_aval(a).size,))
-    axis = _canonicalize_axis(name, 0 if axis is None else axis, core.get_aval(a).ndim)
+    axis = canonicalize_axis(name, 0 if axis is None else axis, core.get_aval(a).ndim)
     if fill_nan and dtypes.is_inexact(core.get_aval(a).dtype):
         a = _where(isnan(a), fill_value, a)
     a_dtype = core.get_aval(a).dtype
@@ -545,7 +545,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=False, fill_value=0,
     if (user is None and promote_integers) or result_type == np.bool_:
         result_type = _promote_integer_dtype(result_type)
     if a_dtype != np.bool_ and user == np.bool_:
-        a = _to_bool(a)
+        a = to_bool(a)
     r = lax_fn(lax.convert_element_type(a, result_type), axis)
     return lax.convert_element_type(r, np.bool_) if user == np.bool_ else r
 
@@ -592,7 +592,7 @@ def _cumulative_api(name, lax_fn, x, axis, dtype, include_initial, initial, prom
                              "to an explicit value. The axis argument is only optional for "
                              "one-dimensional arrays.")
         axis = 0
-    axis = _canonicalize_axis(name, axis, nd)
+    axis = canonicalize_axis(name, axis, nd)
     out = _cumulative(name, lax_fn, x, axis, dtype, None, promote_integers=promote)
     if include_initial:
         shape = list(core.get_aval(out).shape)
@@ -625,7 +625,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """
     _no_out("ptp", out)
     a = _operand("ptp", a)
-    _reduction_axes("ptp", axis, core.get_aval(a).ndim)
+    reduction_axes("ptp", axis, core.get_aval(a).ndim)
     if core.get_aval(a).dtype == np.bool_:
         raise TypeError("ptp: boolean inputs are not supported (max - min of booleans is a "
                         "boolean subtract); cast first, e.g. a.astype(int)")
@@ -635,7 +635,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 def count_nonzero(a, axis=None, keepdims=False):
     """Number of nonzero elements along ``axis`` (default int dtype)."""
     a = _operand("count_nonzero", a)
-    _reduction_axes("count_nonzero", axis, core.get_aval(a).ndim)
+    reduction_axes("count_nonzero", axis, core.get_aval(a).ndim)
     zero = np.zeros((), core.get_aval(a).dtype)[()]
     return sum(lax.ne(a, zero), axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
 
@@ -652,7 +652,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     if weights is None:
         a, = promote_dtypes_inexact(_operand("average", a))
         aval = core.get_aval(a)
-        axes = _reduction_axes("average", axis, aval.ndim)
+        axes = reduction_axes("average", axis, aval.ndim)
         avg = mean(a, axis=axis, keepdims=keepdims)
         wsum = lax.full(core.get_aval(avg).shape, math.prod(aval.shape[d] for d in axes),
                         core.get_aval(avg).dtype)
@@ -661,7 +661,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     a, weights = promote_dtypes_inexact(asarray_operand(a), asarray_operand(weights))
     a, weights = asarray_operand(a), asarray_operand(weights)
     a_shape, w_shape = core.get_aval(a).shape, core.get_aval(weights).shape
-    _reduction_axes("average", axis, len(a_shape))
+    reduction_axes("average", axis, len(a_shape))
     if a_shape != w_shape:
         weights = _weights_along_axis(a_shape, w_shape, weights, axis)
     wsum = sum(weights, axis=axis, keepdims=keepdims)
@@ -680,7 +680,7 @@ def _weights_along_axis(a_shape, w_shape, weights, axis):
                          f"(a.shape={a_shape}, weights.shape={w_shape}).")
     if isinstance(axis, (tuple, list)):
         raise ValueError("average: single axis expected when shapes of a and weights differ.")
-    ax = _canonicalize_axis("average", axis, len(a_shape))
+    ax = canonicalize_axis("average", axis, len(a_shape))
     if w_shape[0] != a_shape[ax]:
         raise ValueError(f"average: length of weights ({w_shape[0]}) not compatible with "
                          f"axis {axis} of a.shape={a_shape}.")

@@ -13,8 +13,9 @@ from functrax import core, dtypes, lax
 from functrax.numpy.promotion import asarray_operand, check_arraylike
 from functrax.core import Array, Tracer
 from functrax.numpy.ufuncs import (
-    _I, _asarray, _complex, _const, _dtype, _kind, _where, equal, isinf, isnan, isneginf,
-    isposinf, logical_and, logical_not, logical_or, maximum, minimum,
+    asarray_weak, const_like, dtype_kind, dtype_of, equal, inexact_operands, isinf, isnan,
+    isneginf, isposinf, logical_and, logical_not, logical_or, make_complex, maximum, minimum,
+    where_promoted,
 )
 
 
@@ -40,7 +41,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         raise ValueError("functrax.numpy.where: size and fill_value apply only to the "
                          "one-argument form where(condition)")
     check_arraylike("where", condition, x, y)
-    return _where(condition, x, y)
+    return where_promoted(condition, x, y)
 
 
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
@@ -57,7 +58,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
         raise TypeError("functrax.numpy.clip: the array argument is missing")
     check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
     for v in (arr, min, max):
-        if v is not None and _dtype(v).kind == "c":
+        if v is not None and dtype_of(v).kind == "c":
             raise ValueError("functrax.numpy.clip received a complex value; complex values "
                              "have no ordering. Clip the real or imaginary part "
                              "(functrax.numpy.real/imag) instead.")
@@ -65,25 +66,25 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
         arr = maximum(min, arr)
     if max is not None:
         arr = minimum(max, arr)
-    return _asarray(arr)
+    return asarray_weak(arr)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the extremes)."""
     del copy
     check_arraylike("nan_to_num", x)
-    k = _kind(x)
+    k = dtype_kind(x)
     if k not in "fc":
-        return _asarray(x)
+        return asarray_weak(x)
     if k == "c":
         kw = dict(nan=nan, posinf=posinf, neginf=neginf)
-        return _complex(nan_to_num(lax.real(x), **kw), nan_to_num(lax.imag(x), **kw), x)
-    info = dtypes.finfo(_dtype(x))
+        return make_complex(nan_to_num(lax.real(x), **kw), nan_to_num(lax.imag(x), **kw), x)
+    info = dtypes.finfo(dtype_of(x))
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = _where(isnan(x), _const(x, nan), x)
-    out = _where(isposinf(out), _const(x, posinf), out)
-    return _where(isneginf(out), _const(x, neginf), out)
+    out = where_promoted(isnan(x), const_like(x, nan), x)
+    out = where_promoted(isposinf(out), const_like(x, posinf), out)
+    return where_promoted(isneginf(out), const_like(x, neginf), out)
 
 
 def _scalar_as(v, dtype):
@@ -99,8 +100,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> fnp.isclose(fnp.array([1.0, 1.1]), 1.0)
     Array([ True, False], dtype=bool)
     """
-    a, b = _I("isclose", a, b)
-    dt = _dtype(a)
+    a, b = inexact_operands("isclose", a, b)
+    dt = dtype_of(a)
     if dt.kind == "c":
         dt = np.dtype(np.finfo(dt).dtype)  # the real component type
     rtol, atol = _scalar_as(rtol, dt), _scalar_as(atol, dt)

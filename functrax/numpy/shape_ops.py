@@ -13,8 +13,8 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.errors import ConcretizationTypeError
 from functrax.numpy.promotion import (
-    asarray_operand, broadcast_shapes_named, broadcast_to_shape, canonicalize_axes,
-    canonicalize_axis, check_arraylike, promote_dtypes,
+    array_operand, asarray_operand, broadcast_shapes_named, broadcast_to_shape,
+    canonicalize_axes, canonicalize_axis, check_arraylike, promote_dtypes, static_value,
 )
 
 _ARRAY_TYPES = (core.Array, core.Tracer)
@@ -24,38 +24,19 @@ def _aval(x):
     return core.get_aval(x)
 
 
-def _static(x, fun_name, argname):
-    """The concrete value of a static argument (tracers inside must have a known value)."""
-    if isinstance(x, core.Tracer):
-        v = x.to_concrete_value()
-        if v is None:
-            raise ConcretizationTypeError(
-                x, f"The problem arose with the `{argname}` argument of functrax.numpy."
-                   f"{fun_name}, which must be static because it determines the output shape. ")
-        return v
-    if isinstance(x, (list, tuple)):
-        return [_static(v, fun_name, argname) for v in x]
-    return x
-
-
 def _index_tuple(x, fun_name, argname):
     """A static int or sequence of ints as a tuple of Python ints."""
     if type(x) is int:
         return (x,)
     if type(x) is tuple and all(type(i) is int for i in x):
         return x
-    x = _static(x, fun_name, argname)
+    x = static_value(x, fun_name, argname)
     seq = list(np.asarray(x).ravel()) if isinstance(x, (list, np.ndarray, core.Array)) else [x]
     try:
         return tuple(operator.index(i) for i in seq)
     except TypeError:
         raise TypeError(f"{fun_name}: `{argname}` must be an integer or a sequence of integers, "
                         f"got {x!r}") from None
-
-
-def _array(fun_name, a):
-    check_arraylike(fun_name, a)
-    return asarray_operand(a)
 
 
 # --- reshaping and permuting ---
@@ -170,7 +151,7 @@ def broadcast_to(array, shape):
     >>> fnp.broadcast_to(fnp.arange(3), (2, 3)).shape
     (2, 3)
     """
-    array = _array("broadcast_to", array)
+    array = array_operand("broadcast_to", array)
     shape = _index_tuple(shape, "broadcast_to", "shape")
     try:
         return broadcast_to_shape(array, shape)
@@ -324,13 +305,13 @@ def _atleast(fun_name, arys, new_dims):
 
 
 def _split(fun_name, ary, indices_or_sections, axis):
-    ary = _array(fun_name, ary)
+    ary = array_operand(fun_name, ary)
     shape = _aval(ary).shape
     if not shape:
         raise ValueError(f"{fun_name}: cannot split a 0-d array")
-    axis = canonicalize_axis(_static(axis, fun_name, "axis"), len(shape), fun_name)
+    axis = canonicalize_axis(static_value(axis, fun_name, "axis"), len(shape), fun_name)
     size = shape[axis]
-    ios = _static(indices_or_sections, fun_name, "indices_or_sections")
+    ios = static_value(indices_or_sections, fun_name, "indices_or_sections")
     if isinstance(ios, (list, tuple)) or np.ndim(ios) > 0:
         if np.ndim(ios) != 1:
             raise ValueError(f"{fun_name}: indices_or_sections must be an integer or a 1-D "
@@ -376,7 +357,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def _split_nd(fun_name, ary, ios, min_nd, axis_fn):
-    ary = _array(fun_name, ary)
+    ary = array_operand(fun_name, ary)
     if _aval(ary).ndim < min_nd:
         raise ValueError(f"{fun_name} only works on arrays of {min_nd} or more dimensions, got "
                          f"shape {_aval(ary).shape}")
@@ -409,7 +390,7 @@ def tile(A, reps):
     Array([[0, 1, 0, 1],
            [0, 1, 0, 1]], dtype=int32)
     """
-    A = _array("tile", A)
+    A = array_operand("tile", A)
     reps = _index_tuple(reps, "tile", "reps")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative integers, got {reps}")
@@ -463,15 +444,15 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     >>> fnp.repeat(fnp.array([1, 2]), fnp.array([1, 2]))
     Array([1, 2, 2], dtype=int32)
     """
-    a = _array("repeat", a)
+    a = array_operand("repeat", a)
     if axis is None:
         a, axis = ravel(a), 0
     elif _aval(a).ndim == 0:
         raise ValueError(f"repeat: axis {axis} is out of bounds for a 0-d array; use axis=None")
-    axis = canonicalize_axis(_static(axis, "repeat", "axis"), _aval(a).ndim, "repeat")
+    axis = canonicalize_axis(static_value(axis, "repeat", "axis"), _aval(a).ndim, "repeat")
     n = _aval(a).shape[axis]
     if total_repeat_length is not None:
-        total_repeat_length = operator.index(_static(total_repeat_length, "repeat",
+        total_repeat_length = operator.index(static_value(total_repeat_length, "repeat",
                                                      "total_repeat_length"))
         if total_repeat_length < 0:
             raise ValueError(f"repeat: total_repeat_length must be non-negative, got "
@@ -484,7 +465,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         if n == 0 or total_repeat_length == 0:
             return lax.slice_in_dim(a, 0, 0, 1, axis) if total_repeat_length == 0 else a
         return _repeat_traced(a, repeats, axis, total_repeat_length)
-    reps = np.asarray(_static(repeats, "repeat", "repeats"))
+    reps = np.asarray(static_value(repeats, "repeat", "repeats"))
     if reps.dtype.kind not in "iub":
         raise TypeError(f"repeat: repeats must be integers, got {repeats!r}")
     if reps.ndim > 1 or reps.size not in (1, n):
@@ -516,7 +497,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes when None)."""
-    m = _array("flip", m)
+    m = array_operand("flip", m)
     nd = _aval(m).ndim
     axes = tuple(range(nd)) if axis is None else canonicalize_axes(
         _index_tuple(axis, "flip", "axis"), nd, "flip")
@@ -525,7 +506,7 @@ def flip(m, axis=None):
 
 def fliplr(m):
     """Reverse the order of columns (axis 1); needs at least 2 dimensions."""
-    m = _array("fliplr", m)
+    m = array_operand("fliplr", m)
     if _aval(m).ndim < 2:
         raise ValueError(f"fliplr: input must be >= 2-d, got shape {_aval(m).shape}")
     return lax.rev(m, (1,))
@@ -533,7 +514,7 @@ def fliplr(m):
 
 def flipud(m):
     """Reverse the order of rows (axis 0); needs at least 1 dimension."""
-    m = _array("flipud", m)
+    m = array_operand("flipud", m)
     if _aval(m).ndim < 1:
         raise ValueError("flipud: input must be >= 1-d, got a 0-d array")
     return lax.rev(m, (0,))
@@ -546,7 +527,7 @@ def roll(a, shift, axis=None):
     >>> fnp.roll(fnp.arange(4), 1)
     Array([3, 0, 1, 2], dtype=int32)
     """
-    a = _array("roll", a)
+    a = array_operand("roll", a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _aval(a).shape)
     nd = _aval(a).ndim
@@ -593,7 +574,7 @@ def _roll_dynamic(a, shift, axes):
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the
     second axis)."""
-    m = _array("rot90", m)
+    m = array_operand("rot90", m)
     nd = _aval(m).ndim
     axes = _index_tuple(axes, "rot90", "axes")
     if len(axes) != 2:
@@ -604,7 +585,7 @@ def rot90(m, k=1, axes=(0, 1)):
     a0, a1 = (canonicalize_axis(ax, nd, "rot90") for ax in axes)
     if a0 == a1:
         raise ValueError(f"rot90: axes must be different, got axes={axes}")
-    k = operator.index(_static(k, "rot90", "k")) % 4
+    k = operator.index(static_value(k, "rot90", "k")) % 4
     if k == 0:
         return m
     if k == 2:

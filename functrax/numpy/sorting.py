@@ -21,7 +21,7 @@ from functrax.numpy.promotion import (
     asarray_operand, broadcast_to_shape, check_arraylike, promote_dtypes,
     promote_dtypes_inexact,
 )
-from functrax.numpy.reductions import _canonicalize_axis, _reduction_axes, any as _any, sum
+from functrax.numpy.reductions import canonicalize_axis, reduction_axes, any as _any, sum
 from functrax.numpy.shape_ops import concatenate, moveaxis, transpose
 from functrax.numpy.ufuncs import isnan, logical_not
 from functrax.numpy.selection import where as _where
@@ -88,7 +88,7 @@ def _prepare_axis(name, a, axis):
     if axis is None:
         a = lax.reshape(a, (_aval(a).size,))
         axis = 0
-    return a, _canonicalize_axis(name, axis, _aval(a).ndim)
+    return a, canonicalize_axis(name, axis, _aval(a).ndim)
 
 
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
@@ -151,7 +151,7 @@ def lexsort(keys, axis=-1):
         raise ValueError(f"lexsort: all keys need to be the same shape, got {shapes}")
     if not shapes[0]:
         return core.Array(np.asarray(0, _int_dtype()))
-    dim = _canonicalize_axis("lexsort", axis, len(shapes[0]))
+    dim = canonicalize_axis("lexsort", axis, len(shapes[0]))
     iota = lax.broadcasted_iota(_int_dtype(), shapes[0], dim)
     _, (idx,) = _sort(keys[::-1], [iota], dim, True)
     return idx
@@ -299,7 +299,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if axis is None:
         arr, ax = lax.reshape(arr, (_aval(arr).size,)), 0
     else:
-        ax = _canonicalize_axis("unique", axis, _aval(arr).ndim)
+        ax = canonicalize_axis("unique", axis, _aval(arr).ndim)
     aux = moveaxis(arr, ax, 0)
     n, rest = _aval(aux).shape[0], _aval(aux).shape[1:]
     m = int(np.prod(rest, dtype=np.int64))
@@ -438,7 +438,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
 def _move_reduced_last(name, a, axis):
     """Move the reduced axes last and merge them; also return the keepdims shape."""
     shape = _aval(a).shape
-    axes = _reduction_axes(name, axis, len(shape))
+    axes = reduction_axes(name, axis, len(shape))
     keep_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
     kept = [i for i in range(len(shape)) if i not in axes]
     a = transpose(a, kept + sorted(axes))
@@ -591,7 +591,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if _aval(arr).ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional; got a 0-d "
                          "array")
-    axis = _canonicalize_axis("diff", _static_int("diff", "axis", axis), _aval(arr).ndim)
+    axis = canonicalize_axis("diff", _static_int("diff", "axis", axis), _aval(arr).ndim)
     parts = ([_edge(arr, prepend, axis, "diff")] if prepend is not None else []) + [arr] + (
         [_edge(arr, append, axis, "diff")] if append is not None else [])
     if len(parts) > 1:

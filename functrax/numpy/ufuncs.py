@@ -122,6 +122,11 @@ def _complex(re, im, like):
     return lax.add(re, lax.mul(im, _const(like, 1j)))
 
 
+# the helpers other modules of functrax.numpy share (short names inside this module)
+dtype_of, dtype_kind, const_like, asarray_weak = _dtype, _kind, _const, _asarray
+inexact_operands, where_promoted, make_complex, to_bool = _I, _where, _complex, _to_bool
+
+
 def _no_complex(name, *args):
     for x in args:
         if _dtype(x).kind == "c":

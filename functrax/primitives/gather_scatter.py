@@ -15,7 +15,7 @@ import collections
 import enum
 
 from functrax.primitives.define import Family, ShapedArray, new_primitive
-from functrax import core
+from functrax import core, dtypes
 import numpy as np
 
 
@@ -335,7 +335,7 @@ scatter_max_p = _scatter_primitive("scatter-max")
 
 # --- wrappers that bind the primitives (re-exported by functrax.lax) ---
 
-def _gather_fill_value(dtype):
+def default_fill_value(dtype):
     """JAX's default gather fill: NaN (inexact), min (signed), max (unsigned), True (bool)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
@@ -344,7 +344,9 @@ def _gather_fill_value(dtype):
         return int(np.iinfo(dtype).min)
     if dtype.kind == "u":
         return int(np.iinfo(dtype).max)
-    return float("nan")
+    if dtype.kind == "c" or dtypes.is_float(dtype):
+        return float("nan")
+    raise TypeError(f"gather: no default fill value for dtype {dtype}")
 
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
@@ -369,7 +371,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
     if parsed == GatherScatterMode.FILL_OR_DROP:
         if fill_value is None:
-            fill_value = _gather_fill_value(core.get_aval(operand).dtype)
+            fill_value = default_fill_value(core.get_aval(operand).dtype)
     else:
         fill_value = None
     return gather_p.bind(operand, start_indices, dimension_numbers=dimension_numbers,
@@ -401,6 +403,7 @@ scatter_min = _scatter_op(scatter_min_p, "Minimum of ``operand`` and ``updates``
 scatter_max = _scatter_op(scatter_max_p, "Maximum of ``operand`` and ``updates`` at the indices")
 
 __all__ = [
+    "default_fill_value",
     "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather_p",
     "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p", "scatter_max_p", "gather",
     "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",

@@ -22,13 +22,13 @@ from functrax.transforms.transpose import deflinear_transpose, is_undefined
 __all__ = ["trigamma"]
 
 
-def _aval(x):
+def operand_aval(x):
     return x.aval if is_undefined(x) else core.get_aval(x)
 
 
 def _const(x, v):
     """``v`` as a scalar of ``x``'s dtype (a literal when staged)."""
-    return np.asarray(v, _aval(x).dtype)[()]
+    return np.asarray(v, operand_aval(x).dtype)[()]
 
 
 _one = lambda x: _const(x, 1)  # noqa: E731  (JAX's _one: a scalar)
@@ -37,7 +37,7 @@ _zeros = lambda x: P.full_like(x, 0)  # noqa: E731
 
 
 def _is_complex(x) -> bool:
-    return _aval(x).dtype.kind == "c"
+    return operand_aval(x).dtype.kind == "c"
 
 
 def _maybe_broadcast(shape, x):
@@ -48,7 +48,7 @@ def _maybe_broadcast(shape, x):
 
 
 def _out_shape(*xs):
-    shapes = [_aval(x).shape for x in xs if _aval(x).shape != ()]
+    shapes = [operand_aval(x).shape for x in xs if operand_aval(x).shape != ()]
     return shapes[0] if shapes else ()
 
 
@@ -155,7 +155,7 @@ defjvp(P.digamma_p, lambda g, x: P.mul(g, trigamma(x)))
 
 def _abs_jvp(g, ans, x):
     if _is_complex(x):
-        cx = P.convert_element_type(ans, _aval(x).dtype)
+        cx = P.convert_element_type(ans, operand_aval(x).dtype)
         return P.real(P.mul(g, P.div(P.conj(x), _replace_zero(cx))))
     return P.select(P.ge(x, _const(x, 0)), g, P.neg(g))
 
@@ -205,7 +205,7 @@ defjvp(P.rem_p,
 
 def _clamp_jvp_lo(g, lo, x, hi):
     return P.select(P.bitwise_and(P.gt(lo, x), P.lt(lo, hi)),
-                      _maybe_broadcast(_aval(x).shape, g), _zeros(x))
+                      _maybe_broadcast(operand_aval(x).shape, g), _zeros(x))
 
 
 def _clamp_jvp_x(g, lo, x, hi):
@@ -213,7 +213,7 @@ def _clamp_jvp_x(g, lo, x, hi):
 
 
 def _clamp_jvp_hi(g, lo, x, hi):
-    return P.select(P.lt(hi, x), _maybe_broadcast(_aval(x).shape, g), _zeros(x))
+    return P.select(P.lt(hi, x), _maybe_broadcast(operand_aval(x).shape, g), _zeros(x))
 
 
 defjvp(P.clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
@@ -268,11 +268,11 @@ def _sub_jvp(primals, tangents):
 jvp_rules[P.add_p] = _add_jvp
 jvp_rules[P.sub_p] = _sub_jvp
 deflinear_transpose(P.add_p, lambda ct, x, y: [
-    _unbroadcast(_aval(x), ct) if is_undefined(x) else None,
-    _unbroadcast(_aval(y), ct) if is_undefined(y) else None])
+    _unbroadcast(operand_aval(x), ct) if is_undefined(x) else None,
+    _unbroadcast(operand_aval(y), ct) if is_undefined(y) else None])
 deflinear_transpose(P.sub_p, lambda ct, x, y: [
-    _unbroadcast(_aval(x), ct) if is_undefined(x) else None,
-    _unbroadcast(_aval(y), P.neg(ct)) if is_undefined(y) else None])
+    _unbroadcast(operand_aval(x), ct) if is_undefined(x) else None,
+    _unbroadcast(operand_aval(y), P.neg(ct)) if is_undefined(y) else None])
 
 defjvp(P.mul_p, lambda g, x, y: P.mul(g, y), lambda g, x, y: P.mul(x, g))
 
@@ -316,7 +316,7 @@ def _select_n_transpose(ct, which, *cases):
         raise ValueError("select_n is not linear in its selector (the predicate must be a "
                          "known value when transposing)")
     zeros = P.full_like(ct, 0)
-    if _aval(which).dtype == np.bool_:
+    if operand_aval(which).dtype == np.bool_:
         ct0 = P.select(which, zeros, ct) if is_undefined(cases[0]) else None
         ct1 = (P.select(which, ct, zeros)
                if len(cases) > 1 and is_undefined(cases[1]) else None)

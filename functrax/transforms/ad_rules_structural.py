@@ -5,7 +5,7 @@ import numpy as np
 
 from functrax import core
 from functrax import primitives as P
-from functrax.transforms.ad_rules import _aval
+from functrax.transforms.ad_rules import operand_aval
 from functrax.transforms.jvp import (
     Zero, defjvp, defjvp2, deflinear, instantiate, jvp_rules, tangent_aval,
 )
@@ -32,10 +32,10 @@ _linear(P.reduce_sum_p, _reduce_sum_transpose)
 def _reduce_chooser_jvp(g, ans, x, *, axes):
     # the tangent at the chosen location(s), averaged over ties (JAX's
     # _reduce_chooser_jvp_rule; ans is broadcast back instead of reshaped)
-    shape = _aval(x).shape
+    shape = operand_aval(x).shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     loc = P.convert_element_type(P.eq(x, P.broadcast_in_dim(ans, shape, kept)),
-                                   _aval(g).dtype)
+                                   operand_aval(g).dtype)
     counts = P.reduce_sum(loc, axes)
     return P.div(P.reduce_sum(P.mul(g, loc), axes), counts)
 
@@ -46,14 +46,14 @@ defjvp2(P.reduce_min_p, _reduce_chooser_jvp)
 
 def _reduce_prod_jvp(g, x, *, axes):
     # d prod = sum_i g_i * prod_{j != i} x_j, with the exclusive products from two cumprods
-    shape = _aval(x).shape
+    shape = operand_aval(x).shape
     perm = [i for i in range(len(shape)) if i not in axes] + list(axes)
     kept_shape = [shape[i] for i in perm[:len(shape) - len(axes)]]
     n = int(np.prod([shape[i] for i in axes], dtype=np.int64))
     xf = P.reshape(P.transpose(x, perm), kept_shape + [n])
     gf = P.reshape(P.transpose(g, perm), kept_shape + [n])
     ax = len(kept_shape)
-    one = P.full(kept_shape + [1], 1, _aval(x).dtype)
+    one = P.full(kept_shape + [1], 1, operand_aval(x).dtype)
     before = P.concatenate([one, P.slice_in_dim(P.cumprod(xf, ax), 0, n - 1, axis=ax)],
                              ax) if n else xf
     after = P.concatenate([P.slice_in_dim(P.cumprod(xf, ax, reverse=True), 1, n, axis=ax),
@@ -104,7 +104,7 @@ _linear(P.rev_p, lambda ct, x, *, dimensions: [P.rev(ct, dimensions)])
 def _concatenate_transpose(ct, *xs, dimension):
     out, start = [], 0
     for x in xs:
-        size = _aval(x).shape[dimension]
+        size = operand_aval(x).shape[dimension]
         if is_undefined(x):
             out.append(P.slice_in_dim(ct, start, start + size, axis=dimension))
         else:
@@ -180,7 +180,7 @@ def _dus_jvp(primals, tangents):
 
 
 def _dus_transpose(ct, x, upd, *idx):
-    upd_aval = _aval(upd)
+    upd_aval = operand_aval(upd)
     out = [None, None] + [None] * len(idx)
     if is_undefined(x):
         out[0] = P.dynamic_update_slice(ct, P.full(upd_aval.shape, 0, upd_aval.dtype), idx)

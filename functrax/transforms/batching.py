@@ -75,7 +75,7 @@ class BatchTrace(core.Trace):
             return False
         if prim in axis_primitives:
             return name in _axis_names(params)
-        return any(name in _jaxpr_axis_names(j) for j in core.sub_jaxprs(params))
+        return any(name in jaxpr_axis_names(j) for j in core.sub_jaxprs(params))
 
     def pure(self, val, bdim):
         return val if bdim is None else BatchTracer(self, val, bdim)
@@ -87,7 +87,7 @@ class BatchTrace(core.Trace):
 _AXIS_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _jaxpr_axis_names(jaxpr) -> frozenset:
+def jaxpr_axis_names(jaxpr) -> frozenset:
     """Axis names the collectives of ``jaxpr`` (and its sub-jaxprs) refer to (memoized)."""
     names = _AXIS_NAMES.get(jaxpr)
     if names is None:
@@ -96,7 +96,7 @@ def _jaxpr_axis_names(jaxpr) -> frozenset:
             if eqn.primitive in axis_primitives:
                 found.update(_axis_names(eqn.params))
             for sub in core.sub_jaxprs(eqn.params):
-                found |= _jaxpr_axis_names(sub)
+                found |= jaxpr_axis_names(sub)
         names = _AXIS_NAMES[jaxpr] = frozenset(found)
     return names
 

@@ -36,7 +36,7 @@ class RecompileWarning(UserWarning):
     """A jitted function keeps recompiling; the message says what changed."""
 
 
-class _Deleted:
+class DeletedBuffer:
     """Stands for the buffer of a donated (consumed) Array."""
 
     def __init__(self, aval):
@@ -110,7 +110,7 @@ def _not_array_error(fun_name, x, path):
         "or static_argnames parameters of functrax.jit.")
 
 
-def _check_hashable(v, what):
+def check_hashable(v, what):
     try:
         hash(v)
     except TypeError as e:
@@ -151,14 +151,14 @@ class JitFunction:
         static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
         for i, a in enumerate(args):
             if i in static_pos:
-                _check_hashable(a, f"static argument {i}")
+                check_hashable(a, f"static argument {i}")
                 statics.append((i, a))
             else:
                 dyn.append(a)
         dyn_kw = {}
         for k in sorted(kwargs):
             if k in self.static_argnames:
-                _check_hashable(kwargs[k], f"static argument {k!r}")
+                check_hashable(kwargs[k], f"static argument {k!r}")
                 statics.append((k, kwargs[k]))
             else:
                 dyn_kw[k] = kwargs[k]
@@ -322,7 +322,7 @@ class JitFunction:
         for i in donated:
             x = leaves[i]
             if type(x) is Array:
-                x._value = _Deleted(x.aval)
+                x._value = DeletedBuffer(x.aval)
 
     # --- ahead-of-time inspection ---
 

@@ -42,13 +42,13 @@ from functrax.core.tracing import DebugInfo, fun_name, fun_source, trace_to_jaxp
 from functrax.runtime import pmap_gpu
 from functrax.runtime import pmap_runtime as rt
 from functrax.transforms.ad import jvp_jaxpr
-from functrax.transforms.batching import _jaxpr_axis_names, batch_jaxpr, moveaxis, vmap_rules
+from functrax.transforms.batching import jaxpr_axis_names, batch_jaxpr, moveaxis, vmap_rules
 from functrax.transforms.call_util import closure_convert
-from functrax.transforms.jit import _Deleted, _check_hashable
+from functrax.transforms.jit import DeletedBuffer, check_hashable
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
 from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
 from functrax.transforms.transpose import backward_pass, is_undefined, transpose_rules
-from functrax.transforms.vmap import _inconsistent_sizes_msg
+from functrax.transforms.vmap import inconsistent_sizes_msg
 from functrax.tree_util import (
     broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten,
 )
@@ -281,7 +281,7 @@ def varying_outputs(closed, in_axes, axis_name) -> list:
         vary = any(type(v) is not core.Literal and v in varying for v in eqn.invars)
         if not vary and axis_name is not None:
             vary = (prim is C.axis_index_p and axis_name in names) or any(
-                axis_name in _jaxpr_axis_names(s) for s in core.sub_jaxprs(eqn.params))
+                axis_name in jaxpr_axis_names(s) for s in core.sub_jaxprs(eqn.params))
         if vary:
             varying.update(eqn.outvars)
     return [type(v) is not core.Literal and v in varying for v in j.outvars]
@@ -355,7 +355,7 @@ class PmapFunction:
         static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
         statics = []
         for i in sorted(static_pos):
-            _check_hashable(args[i], f"static argument {i}")
+            check_hashable(args[i], f"static argument {i}")
             statics.append((i, args[i]))
         dyn_idx = [i for i in range(n) if i not in static_pos]
         dyn = tuple(args[i] for i in dyn_idx)
@@ -400,7 +400,7 @@ class PmapFunction:
             raise ValueError("pmap requires at least one argument with a mapped axis (in_axes "
                              "not None) or axis_size=... to know how many devices to run on")
         if len(sizes) > 1:
-            msg = _inconsistent_sizes_msg(flat, axes, names(), self.axis_size)
+            msg = inconsistent_sizes_msg(flat, axes, names(), self.axis_size)
             raise ValueError(msg.replace("vmap got", "pmap got", 1))
         return sizes.pop()
 
@@ -587,7 +587,7 @@ def _delete(x):
     if isinstance(x, ShardedArray):
         x.delete()
     elif type(x) is Array:
-        x._value = _Deleted(x.aval)
+        x._value = DeletedBuffer(x.aval)
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),

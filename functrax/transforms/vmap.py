@@ -127,11 +127,11 @@ def _batch_size(fun, flat, flat_axes, names, axis_size):
         raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
                          "axis_size)")
     if len(sizes) > 1:
-        raise ValueError(_inconsistent_sizes_msg(flat, flat_axes, names, axis_size))
+        raise ValueError(inconsistent_sizes_msg(flat, flat_axes, names, axis_size))
     return sizes.pop()
 
 
-def _inconsistent_sizes_msg(flat, flat_axes, names, axis_size):
+def inconsistent_sizes_msg(flat, flat_axes, names, axis_size):
     """JAX's text: the most common size first ("most axes (N of them) had size ...")."""
     mapped = [(core.get_aval(x).shape[ax], ax,
                f"{n} of type {core.get_aval(x).str_short(short_dtypes=False)}")

@@ -186,7 +186,7 @@ class Analysis(ViewAnalysis, ReductionAnalysis, MatmulAnalysis):
 
 
 
-def _layout(eqns, materialized, config, check_only=False) -> GroupLayout:
+def analyze_layout(eqns, materialized, config, check_only=False) -> GroupLayout:
     return Analysis(list(eqns), materialized, config, check_only).run()
 
 
@@ -196,4 +196,4 @@ def group_layout(group: FusionGroup, config: FusionConfig | None = None) -> Grou
     Raises:
       IllegalGroup: when the group cannot run as one kernel (never for planned groups).
     """
-    return _layout(group.eqns, set(group.outputs), config or FusionConfig())
+    return analyze_layout(group.eqns, set(group.outputs), config or FusionConfig())

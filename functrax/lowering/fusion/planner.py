@@ -56,7 +56,7 @@ import math
 
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, Var
-from functrax.lowering.fusion.analysis import _layout, group_layout
+from functrax.lowering.fusion.analysis import analyze_layout, group_layout
 from functrax.lowering.fusion.config import FusionConfig, GroupLayout, IllegalGroup
 from functrax.lowering.fusion.tables import (
     CONDITIONAL, FAMILY_CATEGORIES, MAX_CONCAT_OPERANDS, UNFUSIBLE_FAMILIES, UNFUSIBLE_PRIMITIVES,
@@ -201,7 +201,7 @@ class _Planner:
             return False
         members = self.members[ga] + self.members[gb]
         try:
-            _layout([self.eqns[i] for i in self.effective(members)], self.materialized,
+            analyze_layout([self.eqns[i] for i in self.effective(members)], self.materialized,
                     self.config, check_only=True)
         except IllegalGroup:
             return False
@@ -267,7 +267,7 @@ class _Planner:
         for k, eqns in enumerate(groups):
             outputs = tuple(v for e in eqns for v in e.outvars if v in owned[k] and (
                 v in self.outs or v in read))
-            layout = _layout(eqns, self.materialized, self.config)
+            layout = analyze_layout(eqns, self.materialized, self.config)
             result.append(FusionGroup(layout.kind, tuple(eqns), tuple(reads[k]), outputs,
                                       layout.shape, layout.reduce_axes))
         return FusionPlan(self.jaxpr, tuple(result))

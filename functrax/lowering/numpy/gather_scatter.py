@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from functrax import dtypes
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.primitives.gather_scatter import (
     GatherScatterMode,
@@ -20,22 +19,9 @@ from functrax.primitives.gather_scatter import (
     scatter_max_p,
     scatter_min_p,
     scatter_mul_p,
+    default_fill_value,
     scatter_p,
 )
-
-
-def _default_fill_value(dtype):
-    """JAX's default gather fill: NaN (inexact), min (signed), max (unsigned), True (bool)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return True
-    if dtype.kind == "i":
-        return np.iinfo(dtype).min
-    if dtype.kind == "u":
-        return np.iinfo(dtype).max
-    if dtype.kind == "c" or dtypes.is_float(dtype):
-        return np.nan
-    raise TypeError(f"gather: no default fill value for dtype {dtype}")
 
 
 def _window_index_arrays(operand_shape, indices, start_map, obd, ibd, window_dims,
@@ -105,7 +91,7 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sor
     else:
         res = operand[tuple(arrays)] if rank else np.broadcast_to(operand, bshape).copy()
     if mask is not None:
-        fv = _default_fill_value(operand.dtype) if fill_value is None else fill_value
+        fv = default_fill_value(operand.dtype) if fill_value is None else fill_value
         fv = np.asarray(fv).astype(operand.dtype)
         res = np.where(mask.reshape(mask.shape + (1,) * len(window_dims)), res, fv)
     # output dim i: the next window axis if i is an offset dim, else the next batch axis

@@ -233,7 +233,7 @@ class Emitter:
 # --- lowering ---
 
 
-class _Lowering:
+class Lowering:
     """Shared machinery: computing a group's values at an index."""
 
     def __init__(self, group: FusionGroup, config: KernelConfig):
@@ -477,7 +477,7 @@ class _Lowering:
             "tl.program_id(0)"
 
 
-class _Elementwise(_Lowering):
+class _Elementwise(Lowering):
 
     def run(self):
         g = self.group
@@ -515,7 +515,7 @@ class _Elementwise(_Lowering):
         return {"BLOCK": block}, (max(1, -(-n_grid // block)),)
 
 
-class _Reduction(_Lowering):
+class _Reduction(Lowering):
 
     def run(self):
         g = self.group

@@ -364,8 +364,7 @@ def _gather_select(low, eqn, index):
     position. Mode ``fill`` selects the fill value (NaN for inexact dtypes, as JAX) where a
     start is out of ``[0, size_d - window_d]``; ``clip`` and ``promise_in_bounds`` clamp."""
     from functrax.core import ShapedArray
-    from functrax.lowering.numpy.gather_scatter import _default_fill_value
-    from functrax.primitives.gather_scatter import GatherScatterMode
+    from functrax.primitives.gather_scatter import GatherScatterMode, default_fill_value
     operand, indices = eqn.invars
     p = eqn.params
     dn, sizes = p["dimension_numbers"], p["slice_sizes"]
@@ -385,7 +384,7 @@ def _gather_select(low, eqn, index):
     fill_value = None
     if fill:
         fv = p.get("fill_value")
-        fill_value = _default_fill_value(operand.aval.dtype) if fv is None else fv
+        fill_value = default_fill_value(operand.aval.dtype) if fv is None else fv
         # one Literal per equation: the lowering asks for the requests twice (keyed by var)
         fills = low.__dict__.setdefault("gather_fill_literals", {})
         if id(eqn) not in fills:

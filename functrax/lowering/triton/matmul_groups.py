@@ -23,7 +23,7 @@ contracting dims (a dense layer's bias gradient ``sum(g, 0)`` beside ``x.T @ g``
   step: cheap, so they are *fused*, not a separate kernel); every program along the other
   output axis computes them, only the first stores them;
 - the epilogue is rendered by the same machinery as ELEMENTWISE groups
-  (``codegen._Lowering``: ``rules.triton_rules`` templates, ``indexing`` rules for views)
+  (``codegen.Lowering``: ``rules.triton_rules`` templates, ``indexing`` rules for views)
   at the tile's index, and every group output is stored at its own index, masked.
 
 Integer dots wrap like XLA's; bool dots are "any of ands".
@@ -44,7 +44,7 @@ from functrax.core import Literal
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
 from functrax.lowering.triton.codegen import (
-    INTERPRETER_CONFIG, REDUCTIONS, KernelConfig, KernelSource, _Lowering, assemble,
+    INTERPRETER_CONFIG, REDUCTIONS, KernelConfig, KernelSource, Lowering, assemble,
 )
 from functrax.lowering.triton.indexing import delinearize, index_rules
 from functrax.lowering.triton.rules import UnsupportedError
@@ -94,7 +94,7 @@ def dot_precision(eqn, config: KernelConfig) -> str:
     return config.dot_precision
 
 
-class _Matmul(_Lowering):
+class _Matmul(Lowering):
     """The lowering of one MATMUL group (see the module docstring)."""
 
     def __init__(self, group: FusionGroup, config: KernelConfig):

@@ -56,7 +56,7 @@ _TL = {  # numpy dtype name -> (triton.language type, kernel signature type)
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
-def _name(dtype) -> str:
+def tl_name(dtype) -> str:
     name = np.dtype(dtype).name
     if name not in _TL:
         raise UnsupportedError(f"the Triton backend does not support dtype {name} (supported: "
@@ -67,7 +67,7 @@ def _name(dtype) -> str:
 
 def dtype_class(dtype) -> str:
     """``"float"``, ``"int"``, ``"uint"`` or ``"bool"``; raises UnsupportedError otherwise."""
-    name = _name(dtype)
+    name = tl_name(dtype)
     if name in _FLOATS:
         return F
     return B if name == "bool" else (U if name.startswith("uint") else SI)
@@ -75,18 +75,18 @@ def dtype_class(dtype) -> str:
 
 def tl_dtype(dtype) -> str:
     """The ``triton.language`` type of ``dtype`` in memory, e.g. ``"tl.float16"``."""
-    return _TL[_name(dtype)][0]
+    return _TL[tl_name(dtype)][0]
 
 
 def reg_dtype(dtype) -> str:
     """The type a value of ``dtype`` is computed in (float16/bfloat16 widen to float32)."""
-    name = _name(dtype)
+    name = tl_name(dtype)
     return "tl.float32" if name in ("float16", "bfloat16") else _TL[name][0]
 
 
 def signature_type(dtype) -> str:
     """The pointer type of a buffer of ``dtype`` in a kernel signature, e.g. ``"*fp32"``."""
-    return "*" + _TL[_name(dtype)][1]
+    return "*" + _TL[tl_name(dtype)][1]
 
 
 def literal(value, dtype, shape: str = "[]") -> str:
@@ -167,14 +167,14 @@ def has_rule(prim, ctx: RuleContext) -> bool:
     return True
 
 
-def _def(prim, template, *variants):
+def deftemplate(prim, template, *variants):
     if not variants:
         triton_rules[prim] = template
     for v in variants:
         triton_rules[(prim, v)] = template
 
 
-class _Steps:
+class Steps:
     """Builds a tuple template: ``let`` binds a temporary and returns its field name."""
 
     def __init__(self):
@@ -195,21 +195,21 @@ def _where_signed(x, neg, pos):
 # --- shared math building blocks (operands are field strings such as "{0}" or "{t3}") ---
 
 
-def _log1p(s: _Steps, x: str) -> str:
+def _log1p(s: Steps, x: str) -> str:
     """log(1 + x) accurately for small x (Kahan: log(u) * x / (u - 1) with u = 1 + x)."""
     u = s.let(f"1.0 + {x}")
     return s.let(f"tl.where(({u} == 1.0) | ({x} == {{inf}}), {x}, "
                  f"tl.log({u}) * ({x} / ({u} - 1.0)))")
 
 
-def _expm1(s: _Steps, x: str) -> str:
+def _expm1(s: Steps, x: str) -> str:
     """exp(x) - 1 accurately for small x (Kahan: (u - 1) * x / log(u) with u = exp(x))."""
     u = s.let(f"tl.exp({x})")
     return s.let(f"tl.where({u} == 1.0, {x}, tl.where(({u} - 1.0 == -1.0) | ({x} > 80.0), "
                  f"{u} - 1.0, ({u} - 1.0) * ({x} / tl.log({u}))))")
 
 
-def _atan_core(s: _Steps, a: str) -> str:
+def _atan_core(s: Steps, a: str) -> str:
     """atan(a) for a >= 0 (Cephes atanf: reduction to |z| <= tan(pi/8), odd polynomial)."""
     big = s.let(f"{a} > 2.414213562373095")
     mid = s.let(f"{a} > 0.41421356237309503")
@@ -225,7 +225,7 @@ def _signbit(x: str) -> str:
     return f"(({x} < 0.0) | (({x} == 0.0) & (1.0 / {x} < 0.0)))"
 
 
-def _atan2(s: _Steps, y: str, x: str) -> str:
+def _atan2(s: Steps, y: str, x: str) -> str:
     ax, ay = s.let(f"tl.abs({x})"), s.let(f"tl.abs({y})")
     mx, mn = s.let(f"tl.maximum({ax}, {ay})"), s.let(f"tl.minimum({ax}, {ay})")
     q = s.let(f"tl.where({mx} == 0.0, 0.0, tl.where(({ax} == {{inf}}) & ({ay} == {{inf}}), 1.0, "
@@ -238,7 +238,7 @@ def _atan2(s: _Steps, y: str, x: str) -> str:
 
 
 def _tanh():
-    s = _Steps()
+    s = Steps()
     m = s.let("-2.0 * tl.abs({0})")
     e = _expm1(s, m)  # expm1(-2|x|) in (-1, 0]
     t = s.let(f"tl.where({m} < -20.0, 1.0, -{e} / (2.0 + {e}))")
@@ -246,7 +246,7 @@ def _tanh():
 
 
 def _sinh():
-    s = _Steps()
+    s = Steps()
     a = s.let("tl.abs({0})")
     e = _expm1(s, a)
     r = s.let(f"tl.where({a} > 80.0, tl.exp({a} - {LN2}), 0.5 * ({e} + {e} / ({e} + 1.0)))")
@@ -254,14 +254,14 @@ def _sinh():
 
 
 def _cosh():
-    s = _Steps()
+    s = Steps()
     a = s.let("tl.abs({0})")
     h = s.let(f"tl.where({a} > 80.0, tl.exp({a} - {LN2}), 0.5 * tl.exp({a}))")
     return s.result(f"{h} + 0.25 / {h}")
 
 
 def _asinh():
-    s = _Steps()
+    s = Steps()
     a = s.let("tl.abs({0})")
     w = s.let(f"{a} + {a} * {a} / (1.0 + tl.sqrt_rn(1.0 + {a} * {a}))")
     r = s.let(f"tl.where({a} > 1e18, tl.log({a}) + {LN2}, {_log1p(s, w)})")
@@ -269,7 +269,7 @@ def _asinh():
 
 
 def _acosh():
-    s = _Steps()
+    s = Steps()
     t = s.let("{0} - 1.0")
     w = s.let(f"{t} + tl.sqrt_rn({t} * ({{0}} + 1.0))")
     r = s.let(f"tl.where({{0}} > 1e18, tl.log({{0}}) + {LN2}, {_log1p(s, w)})")
@@ -277,38 +277,38 @@ def _acosh():
 
 
 def _atanh():
-    s = _Steps()
+    s = Steps()
     a = s.let("tl.abs({0})")
     r = s.let(f"0.5 * {_log1p(s, s.let(f'2.0 * {a} / (1.0 - {a})'))}")
     return s.result(_where_signed("{0}", f"-{r}", r))
 
 
 def _atan():
-    s = _Steps()
+    s = Steps()
     r = _atan_core(s, s.let("tl.abs({0})"))
     return s.result(_where_signed("{0}", f"-{r}", r))
 
 
 def _asin():
-    s = _Steps()
+    s = Steps()
     c = s.let("tl.sqrt_rn((1.0 - {0}) * (1.0 + {0}))")
     return s.result(_atan2(s, "{0}", c))
 
 
 def _acos():
-    s = _Steps()
+    s = Steps()
     c = s.let("tl.sqrt_rn((1.0 - {0}) * (1.0 + {0}))")
     return s.result(_atan2(s, c, "{0}"))
 
 
 def _atan2_rule():
-    s = _Steps()
+    s = Steps()
     return s.result(_atan2(s, "{0}", "{1}"))
 
 
 def _pow():
     """x ** y for floats via exp2(y * log2|x|), with the signs and special cases of C pow."""
-    s = _Steps()
+    s = Steps()
     mag = s.let("tl.exp2({1} * tl.log2(tl.abs({0})))")
     is_int = s.let("{1} == tl.floor({1})")  # true for infinities: they count as even
     odd = s.let(f"{is_int} & (tl.floor({{1}} * 0.5) * 2.0 != {{1}})")
@@ -322,14 +322,14 @@ def _pow():
 
 
 def _round_away():
-    s = _Steps()
+    s = Steps()
     t = s.let("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))")
     return s.result(f"tl.where(tl.abs({{0}} - {t}) >= 0.5, {t} + tl.where({{0}} < 0, -1.0, 1.0), "
                     f"{t})")
 
 
 def _round_even():
-    s = _Steps()
+    s = Steps()
     f = s.let("tl.floor({0})")
     d = s.let(f"{{0}} - {f}")
     return s.result(f"tl.where({d} > 0.5, {f} + 1.0, tl.where({d} < 0.5, {f}, "
@@ -343,7 +343,7 @@ def _integer_pow(ctx: RuleContext):
         return "tl.where({0} == {0}, 1, 1).to({R})"  # ones, even where x is inf or NaN
     if y < 0 and dtype_class(ctx.out_aval.dtype) != F:
         raise UnsupportedError(f"integer_pow: negative exponent {y} on an integer operand")
-    s = _Steps()
+    s = Steps()
     acc, base, n = None, "{0}", abs(y)
     while n:
         if n & 1:
@@ -385,7 +385,7 @@ def _bf16_from(x: str) -> tuple:
 
 def _float_to_float(ctx: RuleContext):
     src, dst = ctx.in_avals[0].dtype, ctx.out_aval.dtype
-    if _name(dst) == "bfloat16":  # round to the narrow type, keep computing in float32
+    if tl_name(dst) == "bfloat16":  # round to the narrow type, keep computing in float32
         return _bf16_from("{0}" if reg_dtype(src) == "tl.float32" else "{0}.to(tl.float32)")
     if tl_dtype(dst) != reg_dtype(dst):
         return "{0}.to({T}).to({R})"
@@ -394,7 +394,7 @@ def _float_to_float(ctx: RuleContext):
 
 def _to_float(ctx: RuleContext):
     dst = ctx.out_aval.dtype
-    if _name(dst) == "bfloat16":
+    if tl_name(dst) == "bfloat16":
         return _bf16_from("{0}.to(tl.float32)")
     return "{0}.to({T})" if tl_dtype(dst) == reg_dtype(dst) else "{0}.to({T}).to({R})"
 
@@ -402,11 +402,11 @@ def _to_float(ctx: RuleContext):
 def _float_to_int(ctx: RuleContext):
     """NaN -> 0, out-of-range values saturate, others truncate (as XLA converts)."""
     info = np.iinfo(ctx.out_aval.dtype)
-    ftype = np.float64 if _name(ctx.in_avals[0].dtype) == "float64" else np.float32
+    ftype = np.float64 if tl_name(ctx.in_avals[0].dtype) == "float64" else np.float32
     hi_excl = float(info.max) + 1.0  # a power of two: exact in every float type
     hi = ftype(info.max)  # the largest value below hi_excl of the computing type
     hi_clamp = float(hi) if float(hi) <= info.max else float(np.nextafter(hi, ftype(0)))
-    s = _Steps()
+    s = Steps()
     c = s.let(f"tl.where({{0}} != {{0}}, 0.0, tl.minimum(tl.maximum({{0}}, {float(info.min)!r}), "
               f"{hi_clamp!r}))")
     if hi_clamp == info.max:
@@ -422,30 +422,31 @@ def _same_or_cast(ctx: RuleContext):
 variant_of[P.convert_element_type_p] = lambda ctx: (
     f"{dtype_class(ctx.in_avals[0].dtype)}->{dtype_class(ctx.out_aval.dtype)}")
 for _src in (F, SI, U, B):
-    _def(P.convert_element_type_p, "{0} != 0" if _src != B else "{0}", f"{_src}->{B}")
+    deftemplate(P.convert_element_type_p, "{0} != 0" if _src != B else "{0}", f"{_src}->{B}")
     for _dst in (SI, U):
-        _def(P.convert_element_type_p, _float_to_int if _src == F else _same_or_cast,
-             f"{_src}->{_dst}")
-    _def(P.convert_element_type_p, _float_to_float if _src == F else _to_float, f"{_src}->{F}")
+        deftemplate(P.convert_element_type_p, _float_to_int if _src == F else _same_or_cast,
+                    f"{_src}->{_dst}")
+    deftemplate(P.convert_element_type_p, _float_to_float if _src == F else _to_float,
+                f"{_src}->{F}")
 
 
 # --- unary ---
-_def(P.neg_p, "-{0}")
-_def(P.sign_p, "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, {0}))", F)
-_def(P.sign_p, "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({R})", SI)
-_def(P.sign_p, "tl.where({0} > 0, 1, 0).to({R})", U)
-_def(P.abs_p, "tl.abs({0})", F, SI)
-_def(P.abs_p, "{0}", U)
-_def(P.floor_p, "tl.floor({0})")
-_def(P.ceil_p, "tl.ceil({0})")
+deftemplate(P.neg_p, "-{0}")
+deftemplate(P.sign_p, "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, {0}))", F)
+deftemplate(P.sign_p, "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({R})", SI)
+deftemplate(P.sign_p, "tl.where({0} > 0, 1, 0).to({R})", U)
+deftemplate(P.abs_p, "tl.abs({0})", F, SI)
+deftemplate(P.abs_p, "{0}", U)
+deftemplate(P.floor_p, "tl.floor({0})")
+deftemplate(P.ceil_p, "tl.ceil({0})")
 variant_of[P.round_p] = lambda ctx: ("to_nearest_even" if ctx.params.get("rounding_method", 0)
                                      in (1, "TO_NEAREST_EVEN") else "away_from_zero")
-_def(P.round_p, _round_away(), "away_from_zero")
-_def(P.round_p, _round_even(), "to_nearest_even")
-_def(P.is_finite_p, "tl.abs({0}) < {inf}")
-_def(P.exp_p, "tl.exp({0})")
-_def(P.exp2_p, "tl.exp2({0})")
-_def(P.log_p, "tl.log({0})")
+deftemplate(P.round_p, _round_away(), "away_from_zero")
+deftemplate(P.round_p, _round_even(), "to_nearest_even")
+deftemplate(P.is_finite_p, "tl.abs({0}) < {inf}")
+deftemplate(P.exp_p, "tl.exp({0})")
+deftemplate(P.exp2_p, "tl.exp2({0})")
+deftemplate(P.log_p, "tl.log({0})")
 
 
 def _in_float64(core):
@@ -456,84 +457,86 @@ def _in_float64(core):
     near-tie cases, and it agrees with the numpy backend, which computes log1p / expm1 of
     these types in float64 too (libdevice's float64 log/exp on the GPU, numpy's in the
     interpreter). Float64 operands compute as before."""
-    s = _Steps()
+    s = Steps()
     return s.result(f"{core(s, s.let('{0}.to(tl.float64)'))}.to({{R}})")
 
 
-_def(P.log1p_p, _in_float64(_log1p))
-_def(P.expm1_p, _in_float64(_expm1))
-_def(P.tanh_p, _tanh())
-_def(P.logistic_p, "1.0 / (1.0 + tl.exp(-{0}))")
-_def(P.sqrt_p, "tl.sqrt_rn({0})")
-_def(P.rsqrt_p, "tl.rsqrt({0})")
-_def(P.cbrt_p, ("tl.exp2(tl.log2(tl.abs({0})) * 0.3333333333333333)",
-                _where_signed("{0}", "-{t0}", "{t0}")))
-_def(P.sin_p, "tl.sin({0})")
-_def(P.cos_p, "tl.cos({0})")
-_def(P.tan_p, "tl.sin({0}) / tl.cos({0})")
-_def(P.asin_p, _asin())
-_def(P.acos_p, _acos())
-_def(P.atan_p, _atan())
-_def(P.sinh_p, _sinh())
-_def(P.cosh_p, _cosh())
-_def(P.asinh_p, _asinh())
-_def(P.acosh_p, _acosh())
-_def(P.atanh_p, _atanh())
-_def(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
-_def(P.erfc_p, "1.0 - tl.erf({0})")
-_def(P.square_p, "{0} * {0}")
-_def(P.not_p, "~{0}", SI, U)
-_def(P.not_p, "{0} == 0", B)
-_def(P.copy_p, "{0}")
-_def(P.stop_gradient_p, "{0}")
-_def(P.integer_pow_p, _integer_pow)
+deftemplate(P.log1p_p, _in_float64(_log1p))
+deftemplate(P.expm1_p, _in_float64(_expm1))
+deftemplate(P.tanh_p, _tanh())
+deftemplate(P.logistic_p, "1.0 / (1.0 + tl.exp(-{0}))")
+deftemplate(P.sqrt_p, "tl.sqrt_rn({0})")
+deftemplate(P.rsqrt_p, "tl.rsqrt({0})")
+deftemplate(P.cbrt_p, ("tl.exp2(tl.log2(tl.abs({0})) * 0.3333333333333333)",
+                         _where_signed("{0}", "-{t0}", "{t0}")))
+deftemplate(P.sin_p, "tl.sin({0})")
+deftemplate(P.cos_p, "tl.cos({0})")
+deftemplate(P.tan_p, "tl.sin({0}) / tl.cos({0})")
+deftemplate(P.asin_p, _asin())
+deftemplate(P.acos_p, _acos())
+deftemplate(P.atan_p, _atan())
+deftemplate(P.sinh_p, _sinh())
+deftemplate(P.cosh_p, _cosh())
+deftemplate(P.asinh_p, _asinh())
+deftemplate(P.acosh_p, _acosh())
+deftemplate(P.atanh_p, _atanh())
+deftemplate(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
+deftemplate(P.erfc_p, "1.0 - tl.erf({0})")
+deftemplate(P.square_p, "{0} * {0}")
+deftemplate(P.not_p, "~{0}", SI, U)
+deftemplate(P.not_p, "{0} == 0", B)
+deftemplate(P.copy_p, "{0}")
+deftemplate(P.stop_gradient_p, "{0}")
+deftemplate(P.integer_pow_p, _integer_pow)
 
 # --- binary ---
-_def(P.add_p, "{0} + {1}")
-_def(P.add_p, "{0} | {1}", B)
-_def(P.sub_p, "{0} - {1}")
-_def(P.mul_p, "{0} * {1}")
-_def(P.mul_p, "{0} & {1}", B)
-_def(P.div_p, "{0} / {1}", F)
+deftemplate(P.add_p, "{0} + {1}")
+deftemplate(P.add_p, "{0} | {1}", B)
+deftemplate(P.sub_p, "{0} - {1}")
+deftemplate(P.mul_p, "{0} * {1}")
+deftemplate(P.mul_p, "{0} & {1}", B)
+deftemplate(P.div_p, "{0} / {1}", F)
 # integer division truncates; x / 0 is -1 (signed) or the maximum (unsigned), as in XLA
-_def(P.div_p, ("{1} == 0", "tl.where({t0}, -1, {0} // tl.where({t0}, 1, {1}))"), SI)
-_def(P.div_p, ("{1} == 0", "tl.where({t0}, {imax}, {0} // tl.where({t0}, 1, {1}))"), U)
-_def(P.rem_p, "{0} % {1}", F)  # Triton's float % is C's fmod
-_def(P.rem_p, ("{1} == 0", "tl.where({t0}, {0}, {0} % tl.where({t0}, 1, {1}))"), SI, U)
-_def(P.pow_p, _pow())
+deftemplate(P.div_p, ("{1} == 0", "tl.where({t0}, -1, {0} // tl.where({t0}, 1, {1}))"), SI)
+deftemplate(P.div_p, ("{1} == 0", "tl.where({t0}, {imax}, {0} // tl.where({t0}, 1, {1}))"), U)
+deftemplate(P.rem_p, "{0} % {1}", F)  # Triton's float % is C's fmod
+deftemplate(P.rem_p, ("{1} == 0", "tl.where({t0}, {0}, {0} % tl.where({t0}, 1, {1}))"), SI, U)
+deftemplate(P.pow_p, _pow())
 _NAN_ALL = "propagate_nan=tl.PropagateNan.ALL"
-_def(P.max_p, f"tl.maximum({{0}}, {{1}}, {_NAN_ALL})", F)
-_def(P.max_p, "tl.maximum({0}, {1})", SI, U)
-_def(P.max_p, "{0} | {1}", B)
-_def(P.min_p, f"tl.minimum({{0}}, {{1}}, {_NAN_ALL})", F)
-_def(P.min_p, "tl.minimum({0}, {1})", SI, U)
-_def(P.min_p, "{0} & {1}", B)
-_def(P.atan2_p, _atan2_rule())
-_def(P.and_p, "{0} & {1}")
-_def(P.or_p, "{0} | {1}")
-_def(P.xor_p, "{0} ^ {1}")
+deftemplate(P.max_p, f"tl.maximum({{0}}, {{1}}, {_NAN_ALL})", F)
+deftemplate(P.max_p, "tl.maximum({0}, {1})", SI, U)
+deftemplate(P.max_p, "{0} | {1}", B)
+deftemplate(P.min_p, f"tl.minimum({{0}}, {{1}}, {_NAN_ALL})", F)
+deftemplate(P.min_p, "tl.minimum({0}, {1})", SI, U)
+deftemplate(P.min_p, "{0} & {1}", B)
+deftemplate(P.atan2_p, _atan2_rule())
+deftemplate(P.and_p, "{0} & {1}")
+deftemplate(P.or_p, "{0} | {1}")
+deftemplate(P.xor_p, "{0} ^ {1}")
 # shifts by a negative amount or by >= the bit width: 0 (left/logical), the sign (arithmetic)
 _OUT_OF_RANGE = "({1} < 0) | ({1} >= {bits})"
-_def(P.shift_left_p, (_OUT_OF_RANGE, "tl.where({t0}, 0, {0} << tl.where({t0}, 0, {1}))"), SI, U)
-_def(P.shift_right_arithmetic_p, f"{{0}} >> tl.where({_OUT_OF_RANGE}, {{bits}} - 1, {{1}})", SI)
-_def(P.shift_right_logical_p, (
+deftemplate(P.shift_left_p, (_OUT_OF_RANGE, "tl.where({t0}, 0, {0} << tl.where({t0}, 0, {1}))"),
+            SI, U)
+deftemplate(P.shift_right_arithmetic_p,
+            f"{{0}} >> tl.where({_OUT_OF_RANGE}, {{bits}} - 1, {{1}})", SI)
+deftemplate(P.shift_right_logical_p, (
     _OUT_OF_RANGE, "tl.where({t0}, 0, ({0}.to({UT}, bitcast=True) >> "
                    "tl.where({t0}, 0, {1}).to({UT}, bitcast=True)).to({T}, bitcast=True))"), SI)
 for _p in (P.shift_right_arithmetic_p, P.shift_right_logical_p):
-    _def(_p, ("{1} >= {bits}", "tl.where({t0}, 0, {0} >> tl.where({t0}, 0, {1}))"), U)
+    deftemplate(_p, ("{1} >= {bits}", "tl.where({t0}, 0, {0} >> tl.where({t0}, 0, {1}))"), U)
 for _p, _op in ((P.eq_p, "=="), (P.ne_p, "!="), (P.lt_p, "<"), (P.le_p, "<="),
                 (P.gt_p, ">"), (P.ge_p, ">=")):
-    _def(_p, f"{{0}} {_op} {{1}}")
+    deftemplate(_p, f"{{0}} {_op} {{1}}")
 # i1 compares as a signed integer (True is -1): order booleans explicitly
-_def(P.lt_p, "({0} == 0) & ({1} != 0)", B)
-_def(P.le_p, "({0} == 0) | ({1} != 0)", B)
-_def(P.gt_p, "({0} != 0) & ({1} == 0)", B)
-_def(P.ge_p, "({0} != 0) | ({1} == 0)", B)
+deftemplate(P.lt_p, "({0} == 0) & ({1} != 0)", B)
+deftemplate(P.le_p, "({0} == 0) | ({1} != 0)", B)
+deftemplate(P.gt_p, "({0} != 0) & ({1} == 0)", B)
+deftemplate(P.ge_p, "({0} != 0) | ({1} == 0)", B)
 
 # --- n-ary ---
-_def(P.select_n_p, _select_n)
-_def(P.clamp_p, f"tl.minimum(tl.maximum({{1}}, {{0}}, {_NAN_ALL}), {{2}}, {_NAN_ALL})", F)
-_def(P.clamp_p, "tl.minimum(tl.maximum({1}, {0}), {2})", SI, U)
+deftemplate(P.select_n_p, _select_n)
+deftemplate(P.clamp_p, f"tl.minimum(tl.maximum({{1}}, {{0}}, {_NAN_ALL}), {{2}}, {_NAN_ALL})", F)
+deftemplate(P.clamp_p, "tl.minimum(tl.maximum({1}, {0}), {2})", SI, U)
 
 
 
@@ -546,14 +549,14 @@ def _bitcast(ctx: RuleContext):
     src, dst = ctx.in_avals[0].dtype, ctx.out_aval.dtype
     if np.dtype(src).itemsize != np.dtype(dst).itemsize or B in (dtype_class(src),
                                                                  dtype_class(dst)):
-        raise UnsupportedError(f"bitcast_convert_type from {_name(src)} to {_name(dst)}: only "
+        raise UnsupportedError(f"bitcast_convert_type from {tl_name(src)} to {tl_name(dst)}: only "
                                "non-bool types of equal width are lowered elementwise")
     x = "{0}" if reg_dtype(src) == tl_dtype(src) else f"{{0}}.to({tl_dtype(src)})"
     y = f"{x}.to({{T}}, bitcast=True)"
     return y if reg_dtype(dst) == tl_dtype(dst) else f"{y}.to({{R}})"
 
 
-_def(P.bitcast_convert_type_p, _bitcast)
+deftemplate(P.bitcast_convert_type_p, _bitcast)
 
 # the rotation amounts of Threefry-2x32, four per group of rounds, alternating
 THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

@@ -15,7 +15,7 @@ import numpy as np
 
 from functrax import primitives as P
 from functrax.lowering.triton.rules import (
-    B, F, INF, NAN, SI, U, RuleContext, ReduceRule, UnsupportedError, _def, _Steps, _name,
+    B, F, INF, NAN, SI, U, RuleContext, ReduceRule, UnsupportedError, deftemplate, Steps, tl_name,
     reduce_rules, tl_dtype,
 )
 
@@ -25,11 +25,11 @@ PI = 3.141592653589793
 HALF_LOG_2PI = 0.9189385332046727
 
 
-def _f64(s: _Steps) -> str:
+def _f64(s: Steps) -> str:
     return s.let("{0}.to(tl.float64)")
 
 
-def _poly(s: _Steps, w: str, coeffs) -> str:
+def _poly(s: Steps, w: str, coeffs) -> str:
     """Horner: coeffs[0] * w**(n-1) + ... + coeffs[-1]."""
     p = repr(coeffs[0])
     for c in coeffs[1:]:
@@ -44,7 +44,7 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
 
 def _lgamma():
     """Lanczos (g=7, n=9) for x >= 0.5; reflection log(pi / |sin(pi x)|) - lgamma(1 - x)."""
-    s = _Steps()
+    s = Steps()
     x = _f64(s)
     refl = s.let(f"{x} < 0.5")
     z = s.let(f"tl.where({refl}, 1.0 - {x}, {x}) - 1.0")
@@ -63,7 +63,7 @@ def _lgamma():
 
 def _digamma():
     """As special.digamma: reflection below 0.5, recurrence up to 6, asymptotic series."""
-    s = _Steps()
+    s = Steps()
     x = _f64(s)
     refl = s.let(f"{x} < 0.5")
     w = s.let(f"tl.where({refl}, 1.0 - {x}, {x})")
@@ -91,7 +91,7 @@ _ERFINV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 
 def _erf_inv():
     """Giles' approximation and two Newton steps on erf(y) - x (as special.erf_inv)."""
-    s = _Steps()
+    s = Steps()
     x = _f64(s)
     w = s.let(f"-tl.log((1.0 - {x}) * (1.0 + {x}))")
     ps = _poly(s, s.let(f"{w} - 2.5"), _ERFINV_SMALL)
@@ -105,10 +105,10 @@ def _erf_inv():
     return s.result(f"{y}.to({{R}})")
 
 
-_def(P.lgamma_p, _lgamma(), F)
-_def(P.digamma_p, _digamma(), F)
-_def(P.erf_inv_p, _erf_inv(), F)
-_def(P.conj_p, "{0}", F)
+deftemplate(P.lgamma_p, _lgamma(), F)
+deftemplate(P.digamma_p, _digamma(), F)
+deftemplate(P.erf_inv_p, _erf_inv(), F)
+deftemplate(P.conj_p, "{0}", F)
 
 
 def _nextafter(ctx: RuleContext):
@@ -116,7 +116,7 @@ def _nextafter(ctx: RuleContext):
     dt = ctx.out_aval.dtype
     bits = np.dtype(dt).itemsize * 8
     it, ft = f"tl.int{bits}", tl_dtype(dt)
-    s = _Steps()
+    s = Steps()
     xb = s.let(f"{{0}}.to({ft}).to({it}, bitcast=True)")
     step = s.let(f"tl.where(({{1}} > {{0}}) == ({{0}} > 0.0), 1, -1).to({it})")
     moved = s.let(f"({xb} + {step}).to({ft}, bitcast=True).to({{R}})")
@@ -127,7 +127,7 @@ def _nextafter(ctx: RuleContext):
     return s.result(f"tl.where(({{0}} != {{0}}) | ({{1}} != {{1}}), {{0}} + {{1}}, {r})")
 
 
-_def(P.nextafter_p, _nextafter, F)
+deftemplate(P.nextafter_p, _nextafter, F)
 
 
 # --- reductions with a combine function ---
@@ -166,8 +166,8 @@ reduce_rules.update({
 def argreduce_rule(prim, dtype) -> ReduceRule:
     """argmax / argmin over a whole row in registers: the extremum, then the first column
     holding it (a NaN wins, as in JAX); ``{col}`` is the row's column index."""
-    cls = F if _name(dtype) in ("float16", "bfloat16", "float32", "float64") else (
-        B if _name(dtype) == "bool" else (U if _name(dtype).startswith("uint") else SI))
+    cls = F if tl_name(dtype) in ("float16", "bfloat16", "float32", "float64") else (
+        B if tl_name(dtype) == "bool" else (U if tl_name(dtype).startswith("uint") else SI))
     is_max = prim is P.argmax_p
     red = "max" if is_max else "min"
     if cls == F:
@@ -177,7 +177,7 @@ def argreduce_rule(prim, dtype) -> ReduceRule:
     else:
         info = np.iinfo(dtype)
         ident = str(int(info.min if is_max else info.max))
-    s = _Steps()
+    s = Steps()
     x = s.let("{0}.to(tl.int32)") if cls == B else "{0}"
     ext = s.let(f"tl.{red}({x}, axis=1, {_KEEP})")
     hit = s.let(f"{x} == {ext}")

@@ -12,9 +12,11 @@
   ``KernelConfig.hand_written`` (by default a dense layer ``relu?(x @ w + b?)`` and
   attention, rewritten to one ``fused_attention`` equation before planning; also softmax
   and layernorm on the GPU config) runs that kernel instead (``patterns.PATTERNS``);
-- an OPAQUE control-flow group (cond/switch, while/fori_loop, scan) whose primitive has a
-  rule in ``control_flow.step_rules`` is a ``ControlFlowStep``: the host drives it, each
-  body / branch running as its own compiled Triton program;
+- a one-equation OPAQUE group whose primitive has a builder in :data:`OPAQUE_STEPS` gets
+  it: a control-flow equation (cond/switch, while/fori_loop, scan) is a ``ControlFlowStep``
+  (the host drives it, each body / branch running as its own compiled Triton program);
+  scans, sort, threefry2x32 and same-width bitcasts (``scan_sort``), scatters
+  (``gather_scatter``) and ``fused_attention`` (``kernels/attention.py``) are kernels;
 - other OPAQUE groups, and any group the code generators reject
   (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
   on a jaxpr of just that group). Every such fallback is recorded with its reason in
@@ -38,12 +40,18 @@ from functrax.core import ClosedJaxpr, Jaxpr, Literal
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
+from functrax import primitives as P
+from functrax.lowering.triton import runtime
 from functrax.lowering.triton.codegen import KernelConfig
-from functrax.lowering.triton.matmul_groups import MatmulMatch, match_matmul  # noqa: F401
+from functrax.lowering.triton.control_flow import control_flow_step, step_rules
+from functrax.lowering.triton.gather_scatter import SCATTER_KINDS, build_scatter
+from functrax.lowering.triton.matmul_groups import MatmulMatch, build_matmul, match_matmul  # noqa: F401
+from functrax.lowering.triton.patterns import build_pattern, rewrite_patterns
 from functrax.lowering.triton.rules import UnsupportedError
+from functrax.lowering.triton.scan_sort import OPAQUE_KERNELS, build_opaque
 
 __all__ = ["compile_triton", "TritonProgram", "Step", "Fallback", "MatmulMatch", "match_matmul",
-           "STATS"]
+           "OPAQUE_STEPS", "STATS"]
 
 # process-wide counters: programs compiled, kernels built (generated + loaded), fallbacks
 STATS = {"programs": 0, "kernels": 0, "fallbacks": 0}
@@ -183,46 +191,62 @@ def _numpy_fn(group: FusionGroup):
     return compile_jaxpr(ClosedJaxpr(sub, [])).run
 
 
+def _kernel_step(group, built) -> Step:
+    STATS["kernels"] += 1
+    return Step(group, kernel=built[0], fn=built[1])
+
+
+def _fused_step(group: FusionGroup, kernel_config, cache):
+    """The kernel step of an ELEMENTWISE, REDUCTION or MATMUL group: a hand-written kernel of
+    ``kernels/`` when a pattern matches, else a generated one."""
+    hand = build_pattern(group, kernel_config)  # patterns.PATTERNS
+    if hand is not None:
+        return _kernel_step(group, hand[1:])
+    if group.kind is GroupKind.MATMUL:
+        return _kernel_step(group, (build_matmul(group, kernel_config, cache=cache), None))
+    return _kernel_step(group, (runtime.build_kernel(group, kernel_config, cache=cache), None))
+
+
+def _pattern_step(group, kernel_config, cache):  # fused_attention: kernels/attention.py
+    hand = build_pattern(group, kernel_config)
+    return None if hand is None else _kernel_step(group, hand[1:])
+
+
+def _built_step(build):
+    """A step builder from ``build(group, config, cache) -> (kernel, fn) or None``."""
+    def step(group, kernel_config, cache):
+        built = build(group, kernel_config, cache)
+        return None if built is None else _kernel_step(group, built)
+    return step
+
+
+# The steps of one-equation OPAQUE groups: primitive -> builder(group, kernel_config, cache)
+# returning a Step (None: a numpy fallback; UnsupportedError: a fallback saying why).
+OPAQUE_STEPS = {
+    **dict.fromkeys(step_rules, control_flow_step),  # host-driven loops over Triton programs
+    **dict.fromkeys(OPAQUE_KERNELS, _built_step(build_opaque)),  # scans, sort, threefry, ...
+    **dict.fromkeys(SCATTER_KINDS, _built_step(build_scatter)),
+    P.attention_p: _pattern_step,
+}
+
+
+def _opaque_step(group: FusionGroup, kernel_config, cache):
+    builder = OPAQUE_STEPS.get(group.eqns[0].primitive) if len(group.eqns) == 1 else None
+    return None if builder is None else builder(group, kernel_config, cache)
+
+
 def _step(index: int, group: FusionGroup, kernel_config, cache) -> Step:
+    build = _opaque_step if group.kind is GroupKind.OPAQUE else _fused_step
     reason = None
-    if group.kind is not GroupKind.OPAQUE:
-        from functrax.lowering.triton import runtime
-        from functrax.lowering.triton.matmul_groups import build_matmul
-        from functrax.lowering.triton.patterns import build_pattern
-        try:
-            hand = build_pattern(group, kernel_config)  # a kernels/ kernel (patterns.py)
-            if hand is not None:
-                kernel, fn = hand[1:]
-            elif group.kind is GroupKind.MATMUL:
-                kernel, fn = build_matmul(group, kernel_config, cache=cache), None
-            else:
-                kernel, fn = runtime.build_kernel(group, kernel_config, cache=cache), None
-        except UnsupportedError as e:
-            reason = f"Triton codegen: {e}"
-        else:
-            STATS["kernels"] += 1
-            return Step(group, kernel=kernel, fn=fn)
-    else:
-        from functrax.lowering.triton.patterns import build_pattern
-        hand = build_pattern(group, kernel_config)  # fused_attention (patterns.py)
-        if hand is not None:
-            STATS["kernels"] += 1
-            return Step(group, kernel=hand[1], fn=hand[2])
-        from functrax.lowering.triton.control_flow import control_flow_step
-        step = control_flow_step(group, kernel_config, cache)  # control_flow.step_rules
-        if step is not None:
-            return step
-        from functrax.lowering.triton.scan_sort import build_opaque
-        from functrax.lowering.triton.gather_scatter import build_scatter
-        try:  # scans, sort, threefry2x32, bitcast_convert_type: their own kernels
-            built = (build_scatter(group, kernel_config, cache)  # gather_scatter.py
-                     or build_opaque(group, kernel_config, cache))
-        except UnsupportedError as e:
-            built, reason = None, f"{_fallback_reason(group)}; no Triton kernel: {e}"
-        if built is not None:
-            STATS["kernels"] += 1
-            return Step(group, kernel=built[0], fn=built[1])
-        reason = reason or _fallback_reason(group)
+    try:
+        step = build(group, kernel_config, cache)
+    except UnsupportedError as e:
+        step = None
+        reason = (f"{_fallback_reason(group)}; no Triton kernel: {e}"
+                  if group.kind is GroupKind.OPAQUE else f"Triton codegen: {e}")
+    if step is not None:
+        return step
+    reason = reason or _fallback_reason(group)
     STATS["fallbacks"] += 1
     fallback = Fallback(index, group.kind, tuple(e.primitive.name for e in group.eqns), reason)
     return Step(group, fallback=fallback, fn=_numpy_fn(group))
@@ -249,7 +273,6 @@ def compile_triton(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConf
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"compile_triton: expected a ClosedJaxpr (e.g. functrax.jit(f)"
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
-    from functrax.lowering.triton.patterns import rewrite_patterns
     closed = rewrite_patterns(closed, kernel_config)  # attention: one fused_attention eqn
     plan = plan_fusion(closed, fusion_config)
     steps = [_step(i, g, kernel_config, cache) for i, g in enumerate(plan.groups)]

@@ -196,7 +196,7 @@ def _through_transposes(g, var, perm):
     transposes producing ``var``."""
     while True:
         _, e = g.producer(var)
-        if e is None or e.primitive.name != "transpose":
+        if e is None or e.primitive is not P.transpose_p:
             break
         p0 = e.params["permutation"]
         perm = tuple(p0[i] for i in perm)
@@ -210,11 +210,11 @@ def _softmax_input(g, p):
     cands, seen, stack = [], set(), [p]
     while stack and len(seen) < _MAX_SOFTMAX_EQNS:  # reduce_max over the last axis
         j, e = g.producer(stack.pop())
-        if e is None or j in seen or e.primitive.name == "dot_general":
+        if e is None or j in seen or e.primitive is P.dot_general_p:
             continue
         seen.add(j)
         x = e.invars[0] if e.invars else None
-        if (e.primitive.name == "reduce_max" and type(x) is Var
+        if (e.primitive is P.reduce_max_p and type(x) is Var
                 and x.aval.shape == p.aval.shape and x.aval.dtype == p.aval.dtype
                 and tuple(a % max(x.aval.ndim, 1) for a in e.params["axes"]) == (last,)
                 and x not in cands):
@@ -268,23 +268,23 @@ def _score_chain(g, x):
         j, e = g.producer(v)
         if e is None:
             return None
-        name = e.primitive.name
-        if name == "dot_general":
+        prim = e.primitive
+        if prim is P.dot_general_p:
             return j, scale, keep, chain
         chain.append(j)
         ins = e.invars
-        if name == "mul" and len(ins) == 2 and any(_is_scalar_literal(u) for u in ins):
+        if prim is P.mul_p and len(ins) == 2 and any(_is_scalar_literal(u) for u in ins):
             lit, v = (ins[0], ins[1]) if _is_scalar_literal(ins[0]) else (ins[1], ins[0])
             c = float(np.asarray(lit.val))
-        elif name == "div" and len(ins) == 2 and _is_scalar_literal(ins[1]):
+        elif prim is P.div_p and len(ins) == 2 and _is_scalar_literal(ins[1]):
             v, d = ins[0], float(np.asarray(ins[1].val))
             c = 1.0 / d if d else math.inf
-        elif name == "convert_element_type":
+        elif prim is P.convert_element_type_p:
             src, out = ins[0].aval.dtype, e.outvars[0].aval.dtype
             if str(src) not in _FLOATS or str(out) not in _FLOATS or out.itemsize < src.itemsize:
                 return None
             v, c = ins[0], 1.0
-        elif name in ("select_n", "add") and keep is None and len(ins) in (2, 3):
+        elif prim in (P.select_n_p, P.add_p) and keep is None and len(ins) in (2, 3):
             got = _mask(g, e)
             if got is None:
                 return None
@@ -300,7 +300,7 @@ def _mask(g, e):
     """``(score var, keep)`` of ``select_n(pred, fill, s)`` / ``s + bias`` with constant
     ``pred``/``fill``/``bias`` that mask out with ``-inf``; None otherwise."""
     shape = e.outvars[0].aval.shape
-    if e.primitive.name == "select_n":
+    if e.primitive is P.select_n_p:
         if len(e.invars) != 3:
             return None
         pred, c0, c1 = e.invars
@@ -363,7 +363,7 @@ def _match_at(g, i2):
     k = _through_transposes(g, b, lay1[1])
     vsrc = vop
     _, ve = g.producer(vop)
-    if ve is not None and ve.primitive.name == "convert_element_type" and (
+    if ve is not None and ve.primitive is P.convert_element_type_p and (
             ve.invars[0].aval.dtype == a.aval.dtype):
         vsrc = ve.invars[0]  # v widened to the softmax's dtype: the kernel reads it as is
     v = _through_transposes(g, vsrc, v_perm)
@@ -394,12 +394,12 @@ def find_attention(closed) -> list:
     else:
         raise TypeError(f"find_attention: expected a ClosedJaxpr or a Jaxpr, got "
                         f"{type(closed).__name__}")
-    if sum(e.primitive.name == "dot_general" for e in jaxpr.eqns) < 2:
+    if sum(e.primitive is P.dot_general_p for e in jaxpr.eqns) < 2:
         return []
     g = _Graph(jaxpr, consts)
     matches, taken = [], set()
     for i, e in enumerate(jaxpr.eqns):
-        if e.primitive.name == "dot_general":
+        if e.primitive is P.dot_general_p:
             m = _match_at(g, i)
             if m is not None and not taken.intersection(m.eqns):
                 matches.append(m)

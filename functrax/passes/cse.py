@@ -29,11 +29,11 @@ from functrax.core import ClosedJaxpr, Jaxpr, Literal
 from functrax.passes.dce import effectful
 from functrax.passes.substitution import Substitution
 
-no_cse: set = {P.copy_p, "remat2"}
+no_cse: set = {P.copy_p, P.remat_p}
 
 
 def _skip(prim) -> bool:
-    return prim in no_cse or prim.name in no_cse or prim in effectful
+    return prim in no_cse or prim in effectful
 
 
 def cse(jaxpr: Jaxpr) -> Jaxpr:

@@ -35,8 +35,10 @@ __all__ = ["EPS_SENTINEL", "canonical_term", "unify", "template_term", "softmax_
 
 EPS_SENTINEL = 1.2345678e-05  # a template's eps: matches any float literal
 
-_TRANSPARENT = {"stop_gradient", "copy", "expand_dims", "squeeze", "reshape"}
-_COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "eq", "ne"}
+_TRANSPARENT = frozenset({P.stop_gradient_p, P.copy_p, P.expand_dims_p, P.squeeze_p,
+                          P.reshape_p})
+_COMMUTATIVE = frozenset({P.add_p, P.mul_p, P.max_p, P.min_p, P.and_p, P.or_p, P.eq_p, P.ne_p})
+_COMMUTATIVE_NAMES = frozenset(p.name for p in _COMMUTATIVE)  # terms name their primitive
 
 
 def _accumulation_dtype(dtype) -> np.dtype:
@@ -144,20 +146,20 @@ def canonical_term(eqns, outvar, inputs):
         e = producer.get(v)
         if e is None:
             raise KeyError(v)
-        name, x = e.primitive.name, e.invars[0] if e.invars else None
+        prim, x = e.primitive, e.invars[0] if e.invars else None
         out_shape = e.outvars[0].aval.shape
-        if name in _TRANSPARENT and _nontrivial(x.aval.shape) == _nontrivial(out_shape) and (
-                name != "reshape" or e.params.get("dimensions") is None):
+        if prim in _TRANSPARENT and _nontrivial(x.aval.shape) == _nontrivial(out_shape) and (
+                prim is not P.reshape_p or e.params.get("dimensions") is None):
             t = term(x)
-        elif name == "broadcast_in_dim" and _row_broadcast(e):
+        elif prim is P.broadcast_in_dim_p and _row_broadcast(e):
             t = term(x)
-        elif name == "max" and any(type(u) is Literal and np.isneginf(u.val) for u in e.invars):
+        elif prim is P.max_p and any(type(u) is Literal and np.isneginf(u.val) for u in e.invars):
             t = term(next(u for u in e.invars if type(u) is not Literal))
         else:
             args = [term(u) for u in e.invars]
-            if name in _COMMUTATIVE:
+            if prim in _COMMUTATIVE:
                 args = sorted(args, key=repr)
-            t = (name, _params_key(e), *args)
+            t = (prim.name, _params_key(e), *args)
         memo[v] = t
         return t
 
@@ -190,7 +192,7 @@ def unify(t, g, binding) -> bool:
     if g[0] != t[0] or g[1] != t[1] or len(g) != len(t):
         return False
     orders = [t[2:]]
-    if t[0] in _COMMUTATIVE and len(t) == 4:
+    if t[0] in _COMMUTATIVE_NAMES and len(t) == 4:
         orders.append((t[3], t[2]))
     for order in orders:
         trial = dict(binding)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from functrax import core
+from functrax import primitives as P
 from functrax.core import ClosedJaxpr
 from functrax.primitives.calls import remat_p
 from functrax.transforms.ad import jvp_jaxpr
@@ -35,11 +36,11 @@ class checkpoint_policies:
 
     @staticmethod
     def dots_saveable(prim, *_, **__):
-        return prim.name == "dot_general"
+        return prim is P.dot_general_p
 
     @staticmethod
     def dots_with_no_batch_dims_saveable(prim, *_, **params):
-        if prim.name != "dot_general":
+        if prim is not P.dot_general_p:
             return False
         (_, _), (lb, _) = params["dimension_numbers"]
         return not lb

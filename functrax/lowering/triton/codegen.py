@@ -650,7 +650,7 @@ def _kernel_name(group: FusionGroup, prefix: str = "fused") -> str:
     deterministic kernel name)."""
     names = []
     for e in group.eqns:
-        n = "dot" if e.primitive.name == "dot_general" else e.primitive.name
+        n = "dot" if e.primitive is P.dot_general_p else e.primitive.name
         if e.primitive not in index_rules and n not in names:
             names.append(n)
     return re.sub(r"[^A-Za-z0-9_]", "_", "_".join([prefix] + names[:4]))[:60]

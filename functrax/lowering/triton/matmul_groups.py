@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from functrax import primitives as P
+from functrax.core import Family
 from functrax.core import Literal
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
@@ -416,7 +417,7 @@ def _dot_operand(group, v, absorbed):
     if i is not None:
         return i, False
     e = next((e for e in group.eqns if v in e.outvars), None)
-    if e is None or e.primitive.name != "transpose" or tuple(e.params["permutation"]) != (1, 0):
+    if e is None or e.primitive is not P.transpose_p or tuple(e.params["permutation"]) != (1, 0):
         return None
     i = _input_index(group, e.invars[0])
     if i is None:
@@ -458,15 +459,15 @@ def _match_epilogue(group, dot, rest):
     m, n = out.aval.shape
     cur, bias, relu, views = out, None, False, {}
     for e in rest:
-        name, ins = e.primitive.name, e.invars
-        if (name == "broadcast_in_dim" and tuple(e.params["broadcast_dimensions"]) == (1,)
+        prim, ins = e.primitive, e.invars
+        if (prim is P.broadcast_in_dim_p and tuple(e.params["broadcast_dimensions"]) == (1,)
                 and tuple(e.params["shape"]) == (m, n) and _input_index(group, ins[0]) is not None
                 and ins[0].aval.shape == (n,)):
             views[e.outvars[0]] = _input_index(group, ins[0])
-        elif (name == "add" and bias is None and not relu and _other(ins, cur) is not None
+        elif (prim is P.add_p and bias is None and not relu and _other(ins, cur) is not None
                 and type(_other(ins, cur)) is not Literal and _other(ins, cur) in views):
             bias, cur = views[_other(ins, cur)], e.outvars[0]
-        elif name == "max" and not relu and _is_zero(_other(ins, cur)):
+        elif prim is P.max_p and not relu and _is_zero(_other(ins, cur)):
             relu, cur = True, e.outvars[0]
         else:
             return None
@@ -491,7 +492,7 @@ def match_matmul(group: FusionGroup):
     most ``add`` of a row-broadcast 1-D group input (the bias) and then ``max`` with 0 (relu),
     the group's only output being the last of these values.
     """
-    dots = [e for e in group.eqns if e.primitive.name == "dot_general"]
+    dots = [e for e in group.eqns if e.primitive is P.dot_general_p]
     if len(dots) != 1:
         return f"matmul group with {len(dots)} dot_general equations"
     dot = dots[0]
@@ -507,7 +508,7 @@ def match_matmul(group: FusionGroup):
     a = (a[0], a[1] != (lc[0] == 0))  # a (M, K): contract its dim 1
     b = (b[0], b[1] != (rc[0] == 1))  # b (K, N): contract its dim 0
     rest = [e for e in group.eqns if e is not dot and id(e) not in absorbed]
-    sides = [e.primitive.name for e in rest if e.primitive.name.startswith("reduce_")]
+    sides = [e.primitive.name for e in rest if e.primitive.family is Family.REDUCTION]
     if sides:
         return (f"matmul group with side reductions {' '.join(sides)} not supported by "
                 "kernels/matmul.py")

@@ -1,9 +1,18 @@
-"""Every primitive has its rules, and every primitive is exercised by the op-spec table."""
+"""Every primitive has its rules (abstract eval, numpy, cost, Triton; jvp/transpose and vmap
+in their own registry tests), a family, and is exercised by the op-spec table."""
 from __future__ import annotations
 
 import pytest
 
+from functrax import primitives as P
+from functrax.core import ELEMENTWISE_FAMILIES, Family
+from functrax.lowering.cost import cost_rules
 from functrax.lowering.numpy.rules import numpy_rules
+from functrax.lowering.triton.backend import OPAQUE_STEPS
+from functrax.lowering.triton.indexing import index_rules, select_rules
+from functrax.lowering.triton.rules import reduce_rules, triton_rules
+from functrax.lowering.triton.rules_special_functions import arg_reduce_rules
+from functrax.passes.inline import inlinable
 from functrax.primitives import primitive_registry
 from tests.opspec import all_specs
 
@@ -82,3 +91,76 @@ def test_exemptions_are_current():
     assert not stale, f"EXEMPT lists primitives that no longer exist: {stale}"
     for name, reason in EXEMPT.items():
         assert reason.strip(), f"EXEMPT[{name!r}] needs a reason"
+
+
+# --- families, cost rules and Triton rules ---
+
+def test_every_primitive_declares_a_family():
+    for name, prim in PRIMS:
+        assert isinstance(prim.family, Family), f"primitive '{name}' has no family"
+
+
+_LAPACK = "a LAPACK decomposition: no cost model (one flop per output element, the default)"
+# primitive name -> why it has no cost rule
+EXEMPT_COST = {
+    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"), _LAPACK),
+    "threefry2x32": "an integer hash: one flop per output element (the default)",
+    "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
+}
+
+
+@pytest.mark.parametrize("name,prim", PRIMS, ids=[n for n, _ in PRIMS])
+def test_has_cost_rule(name, prim):
+    if name in EXEMPT_COST:
+        assert prim not in cost_rules, f"'{name}' has a cost rule now: remove it from EXEMPT_COST"
+        return
+    assert prim in cost_rules or prim in inlinable, (
+        f"primitive '{name}' (family {prim.family}) has no cost rule: give its family one in "
+        "functrax/lowering/cost.py, register one for it, or list it in EXEMPT_COST")
+
+
+def _triton_home(prim) -> bool:
+    family = prim.family
+    if family in ELEMENTWISE_FAMILIES:
+        return any((k[0] if isinstance(k, tuple) else k) is prim for k in triton_rules)
+    if family in (Family.SHAPE, Family.INDEXING):
+        return prim in index_rules or prim in select_rules
+    if family is Family.REDUCTION:
+        return prim in arg_reduce_rules or any(k[0] is prim for k in reduce_rules)
+    if family is Family.CONTRACTION:
+        return prim is P.dot_general_p  # MATMUL groups (matmul_groups.py)
+    return prim in OPAQUE_STEPS
+
+
+_INLINED = "call-like: passes.pipeline.optimize inlines it before the Triton backend plans"
+_COLLECTIVE = "a collective: run by the pmap runtime over the devices, never by one program"
+# primitive name -> why the Triton backend has no rule for it (it runs as a listed fallback)
+EXEMPT_TRITON = {
+    **dict.fromkeys(("jit", "custom_jvp_call", "custom_vjp_call", "remat2"), _INLINED),
+    "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
+    "xla_pmap": "a call mapped over devices: the pmap runtime runs one program per device",
+    **dict.fromkeys(("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
+                     "axis_index", "reduce_scatter"), _COLLECTIVE),
+    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
+                    "a LAPACK decomposition: a listed numpy fallback"),
+    **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
+    "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
+}
+
+
+@pytest.mark.parametrize("name,prim", PRIMS, ids=[n for n, _ in PRIMS])
+def test_has_triton_rule(name, prim):
+    if name in EXEMPT_TRITON:
+        assert not _triton_home(prim), (f"'{name}' has a Triton rule now: remove it from "
+                                        "EXEMPT_TRITON")
+        return
+    assert _triton_home(prim), (
+        f"primitive '{name}' (family {prim.family}) has no Triton rule: add a template to "
+        "functrax/lowering/triton/rules.py (or the table of its family), or list it in "
+        "EXEMPT_TRITON with the reason it runs as a numpy fallback")
+
+
+def test_cost_and_triton_exemptions_are_current():
+    stale = sorted((set(EXEMPT_COST) | set(EXEMPT_TRITON)) - set(primitive_registry))
+    assert not stale, f"exemptions list primitives that no longer exist: {stale}"
+    assert all(r.strip() for r in list(EXEMPT_COST.values()) + list(EXEMPT_TRITON.values()))

@@ -180,14 +180,32 @@ def cost_analysis(closed) -> dict:
             "bytes accessed": float(totals[2])}
 
 
-# --- control flow: a cond costs its most expensive branch (as XLA's cost analysis) ---
+# --- control flow and mapped calls (a cond costs its most expensive branch, as XLA's) ---
 
 def _cond_cost(eqn):
     costs = [cost_analysis(b) for b in eqn.params["branches"]]
     return max(c["flops"] for c in costs), max(c["transcendentals"] for c in costs)
 
 
-cost_rules[P.cond_p] = _cond_cost
+def _scan_cost(eqn):  # the body once per iteration
+    c = cost_analysis(eqn.params["jaxpr"])
+    n = eqn.params["length"]
+    return n * c["flops"], n * c["transcendentals"]
+
+
+def _while_cost(eqn):  # the trip count is unknown: one test and one body, as XLA counts it
+    cond, body = cost_analysis(eqn.params["cond_jaxpr"]), cost_analysis(eqn.params["body_jaxpr"])
+    return cond["flops"] + body["flops"], cond["transcendentals"] + body["transcendentals"]
+
+
+def _pmap_cost(eqn):  # every replica runs the body
+    c = cost_analysis(eqn.params["call_jaxpr"])
+    n = eqn.params["axis_size"]
+    return n * c["flops"], n * c["transcendentals"]
+
+
+cost_rules.update({P.cond_p: _cond_cost, P.scan_p: _scan_cost, P.while_p: _while_cost,
+                   P.xla_pmap_p: _pmap_cost})
 
 
 # --- fused programs: one kernel per fusion group ---

@@ -30,7 +30,7 @@ import math
 import re
 
 from functrax import primitives as P
-from functrax.core import Literal
+from functrax.core import Family, Literal
 from functrax.lowering.fusion.planner import IllegalGroup, group_layout
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.lowering.triton import rules
@@ -139,8 +139,8 @@ class KernelSource:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-REDUCTIONS = frozenset((P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p,
-                        P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p, P.argmax_p, P.argmin_p))
+# the row reductions (family REDUCTION: reduce_* and argmax / argmin)
+REDUCTIONS = frozenset(p for p in P.primitive_registry.values() if p.family is Family.REDUCTION)
 
 
 # --- the emitter: an indented buffer with scoped CSE ---

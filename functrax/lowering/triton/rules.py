@@ -638,8 +638,9 @@ def lookup_reduce(prim, dtype) -> ReduceRule:
     Raises:
       UnsupportedError: for reductions without a Triton lowering (reduce_prod, argmax, ...).
     """
-    if prim in (P.argmax_p, P.argmin_p):
-        return rules_special.argreduce_rule(prim, dtype)
+    arg_rule = rules_special.arg_reduce_rules.get(prim)
+    if arg_rule is not None:
+        return arg_rule(prim, dtype)
     rule = reduce_rules.get((prim, dtype_class(dtype)))
     if rule is None:
         raise UnsupportedError(

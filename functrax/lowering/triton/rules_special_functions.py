@@ -19,7 +19,7 @@ from functrax.lowering.triton.rules import (
     reduce_rules, tl_dtype,
 )
 
-__all__ = ["HELPERS", "argreduce_rule"]
+__all__ = ["HELPERS", "argreduce_rule", "arg_reduce_rules"]
 
 PI = 3.141592653589793
 HALF_LOG_2PI = 0.9189385332046727
@@ -187,6 +187,10 @@ def argreduce_rule(prim, dtype) -> ReduceRule:
         hit = s.let(f"tl.where({any_nan}, {nan}, {hit})")
     first = s.result(f"tl.min(tl.where({hit}, {{col}}, 2147483647), axis=1, {_KEEP}).to({{R}})")
     return ReduceRule(ident, None, first)
+
+
+# index reductions: primitive -> rule(prim, dtype) -> ReduceRule
+arg_reduce_rules = {P.argmax_p: argreduce_rule, P.argmin_p: argreduce_rule}
 
 
 def check_argreduce_fits(prim, fits: bool):

@@ -16,9 +16,10 @@ from functrax.primitives.elementwise import (
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_not,
     bitwise_or, bitwise_xor, cbrt, ceil, clamp, conj, convert_element_type, cos, cosh, digamma,
     div, eq, erf, erf_inv, erfc, exp, exp2, expm1, floor, ge, gt, imag, integer_pow, is_finite,
-    le, lgamma, log, log1p, logistic, lt, max, min, mul, ne, neg, nextafter, pow, real, rem,
-    round, rsqrt, select, select_n, shift_left, shift_right_arithmetic, shift_right_logical,
-    sign, sin, sinh, sqrt, square, stop_gradient, sub, tan, tanh,
+    le, lgamma, log, log1p, logistic, lt, max, min, mul, ne, neg, nextafter, population_count,
+    population_count_p, pow, real, rem, round, rsqrt, select, select_n, shift_left,
+    shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, stop_gradient,
+    sub, tan, tanh,
 )
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,

@@ -241,6 +241,17 @@ bitwise_not = _unary("bitwise_not", lax.bitwise_not, _P, "bitwise ``~x``",
 invert = bitwise_invert = bitwise_not
 
 
+def bitwise_count(x, /):
+    """Elementwise count of the 1 bits of ``|x|`` (integers only), as ``numpy.bitwise_count``:
+    the result is uint8.
+
+    >>> bitwise_count(array([64, 31, -7]))
+    Array([1, 5, 3], dtype=uint8)
+    """
+    x, = _N("bitwise_count", x)
+    return lax.convert_element_type(lax.population_count(lax.abs(x)), np.uint8)
+
+
 def positive(x, /):
     """Elementwise ``+x``: the input as an array."""
     x, = _P("positive", x)
@@ -868,6 +879,7 @@ __all__ = [
     "hypot", "logaddexp", "logaddexp2", "copysign", "nextafter", "ldexp", "heaviside", "gcd",
     "lcm", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "left_shift", "right_shift",
-    "bitwise_left_shift", "bitwise_right_shift", "real", "imag", "conj", "conjugate", "angle",
+    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "bitwise_count", "left_shift",
+    "right_shift", "bitwise_left_shift", "bitwise_right_shift", "real", "imag", "conj",
+    "conjugate", "angle",
 ]

@@ -105,6 +105,7 @@ lgamma_p = unop("lgamma", FLOATING, family=Family.TRANSCENDENTAL)
 digamma_p = unop("digamma", FLOATING, family=Family.TRANSCENDENTAL)
 square_p = unop("square", NUMBER)
 not_p = unop("not", BOOL_OR_INT)
+population_count_p = unop("population_count", INTEGRAL)
 copy_p = unop("copy", ANY)
 real_p = unop("real", ("complexfloating",), out_dtype=_real_dtype)
 imag_p = unop("imag", ("complexfloating",), out_dtype=_real_dtype)
@@ -244,6 +245,7 @@ sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p,
 erf, erfc, erf_inv, lgamma, digamma = map(_unary, (erf_p, erfc_p, erf_inv_p, lgamma_p,
                                                     digamma_p))
 square, is_finite, bitwise_not = map(_unary, (square_p, is_finite_p, not_p))
+population_count = _unary(population_count_p)
 real, imag, conj = map(_unary, (real_p, imag_p, conj_p))
 
 add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p,
@@ -309,17 +311,17 @@ __all__ = [
     "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sqrt_p",
     "rsqrt_p", "cbrt_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p",
     "cosh_p", "asinh_p", "acosh_p", "atanh_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",
-    "digamma_p", "square_p", "not_p", "copy_p", "real_p", "imag_p", "conj_p", "add_p", "sub_p",
-    "mul_p", "div_p", "rem_p", "pow_p", "max_p", "min_p", "atan2_p", "nextafter_p", "and_p",
-    "or_p", "xor_p", "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p",
-    "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "integer_pow_p", "convert_element_type_p",
-    "select_n_p", "clamp_p", "stop_gradient_p", "as_operand", "neg", "sign", "abs", "floor",
-    "ceil", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt",
-    "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "square", "is_finite",
-    "bitwise_not", "real", "imag", "conj", "add", "sub", "mul", "div", "rem", "pow", "max",
-    "min", "atan2", "nextafter", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-    "round", "integer_pow", "convert_element_type", "select_n", "select", "clamp",
-    "stop_gradient",
+    "digamma_p", "square_p", "not_p", "population_count_p", "copy_p", "real_p", "imag_p",
+    "conj_p", "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "max_p", "min_p",
+    "atan2_p", "nextafter_p", "and_p", "or_p", "xor_p", "shift_left_p",
+    "shift_right_arithmetic_p", "shift_right_logical_p", "eq_p", "ne_p", "lt_p", "le_p",
+    "gt_p", "ge_p", "integer_pow_p", "convert_element_type_p", "select_n_p", "clamp_p",
+    "stop_gradient_p", "as_operand", "neg", "sign", "abs", "floor", "ceil", "exp", "exp2",
+    "log", "log1p", "expm1", "tanh", "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+    "erf_inv", "lgamma", "digamma", "square", "is_finite", "bitwise_not", "population_count",
+    "real", "imag", "conj", "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2",
+    "nextafter", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "round",
+    "integer_pow", "convert_element_type", "select_n", "select", "clamp", "stop_gradient",
 ]

@@ -184,6 +184,8 @@ SPECS = [unary(n, domain=d, prims=(_PRIM.get(n, n),)) for n, d in _TRANSCENDENTA
     unary("logical_not", dtypes=(F32, I32, BOOL), domain=grid(), out=boolean, prims=("not",)),
     unary("bitwise_not", dtypes=(I32, U8, BOOL), domain=grid(-9, 9), out=None, prims=("not",)),
     unary("invert", dtypes=(I32, U8, BOOL), domain=grid(-9, 9), out=None),
+    unary("bitwise_count", dtypes=(I32, U8), domain=grid(-9, 9), out=None,
+          prims=("population_count", "abs")),
     # --- complex parts ---
     unary("real", dtypes=(F32, I32), out=None),
     unary("imag", dtypes=(F32, I32), out=None),

@@ -253,6 +253,8 @@ UNARY = [
     _unary("square", np.square, dts=(F32, I32)),
     _unary("bitwise_not", np.invert, dts=(I32, BOOL, U8), prim="not",
            domain=uniform(-100, 100)),
+    _unary("population_count", lambda x: np.bitwise_count(x.view(f"u{x.itemsize}")).astype(
+        x.dtype), dts=(I32, I8, U8), domain=uniform(-128, 127)),
     _unary("erf", in_f64(_erf), domain=uniform(-3.0, 3.0)),
     _unary("erfc", in_f64(_erfc), domain=uniform(-2.0, 4.0), atol=1e-6),
     _unary("erf_inv", in_f64(_erf_inv), domain=uniform(-0.99, 0.99), atol=1e-5, rtol=1e-4),

@@ -524,6 +524,21 @@ deftemplate(P.shift_right_logical_p, (
                    "tl.where({t0}, 0, {1}).to({UT}, bitcast=True)).to({T}, bitcast=True))"), SI)
 for _p in (P.shift_right_arithmetic_p, P.shift_right_logical_p):
     deftemplate(_p, ("{1} >= {bits}", "tl.where({t0}, 0, {0} >> tl.where({t0}, 0, {1}))"), U)
+
+
+def _population_count(ctx):
+    """The 1 bits of an integer by the SWAR reduction, on its bits as uint32 (uint64)."""
+    wide = np.dtype(ctx.in_avals[0].dtype).itemsize == 8
+    w, ones, top = ("tl.uint64", 0x0101010101010101, 56) if wide else ("tl.uint32", 0x01010101, 24)
+    s = Steps()
+    u = s.let(f"{{0}}.to({{UT}}, bitcast=True).to({w})")
+    pairs = s.let(f"{u} - (({u} >> 1) & {0x55 * ones})")
+    nibbles = s.let(f"({pairs} & {0x33 * ones}) + (({pairs} >> 2) & {0x33 * ones})")
+    octets = s.let(f"({nibbles} + ({nibbles} >> 4)) & {0x0F * ones}")
+    return s.result(f"(({octets} * {ones}) >> {top}).to({{T}})")
+
+
+deftemplate(P.population_count_p, _population_count)
 for _p, _op in ((P.eq_p, "=="), (P.ne_p, "!="), (P.lt_p, "<"), (P.le_p, "<="),
                 (P.gt_p, ">"), (P.ge_p, ">=")):
     deftemplate(_p, f"{{0}} {_op} {{1}}")

@@ -21,6 +21,7 @@ from functrax.lowering.fusion.planner import plan_fusion  # noqa: E402
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
 from functrax.lowering.triton import patterns  # noqa: E402
 from kernels import launcher as _launch, layernorm, matmul, softmax  # noqa: E402
+from tests import triton_harness  # noqa: E402
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 TOL = {F32: (1e-5, 1e-5), F16: (2e-3, 2e-3)}
@@ -266,16 +267,7 @@ def _sm_indexed(x):  # a reduced row brought back by indexing / expand_dims
     return e / fnp.expand_dims(fnp.sum(e, axis=-1), -1)
 
 
-def _ln_pow(x, w, b):
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
-    return (x - mu) / fnp.sqrt(var + 1e-3) * w + b
-
-
-def _ln_rsqrt(x):
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    xc = x - mu
-    return xc * lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + 1e-5)
+_ln_pow, _ln_rsqrt = triton_harness.layernorm_pow_affine, triton_harness.layernorm_rsqrt
 
 
 def _ln_var(x, w, b):  # fnp.var: float32 only (float16 variances are computed in float32)

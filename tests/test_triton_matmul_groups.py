@@ -323,16 +323,7 @@ def test_mlp_train_step_runs_as_kernels_without_fallbacks():
 # --- hand-written kernel patterns (patterns.py) ---
 
 
-def _ln(x, w, b):
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
-    return (x - mu) / fnp.sqrt(var + 1e-3) * w + b
-
-
-def _ln_plain(x):
-    mu = fnp.mean(x, axis=-1, keepdims=True)
-    xc = x - mu
-    return xc * lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + 1e-5)
+_ln, _ln_plain = th.layernorm_pow_affine, th.layernorm_rsqrt
 
 
 def _manual_softmax(x):

@@ -90,3 +90,20 @@ def softmax_rows(x):
 
 def dense_relu(x, w, b):
     return nn.relu(x @ w + b)
+
+
+# --- layernorm spellings that the layernorm kernel pattern matches ---
+
+
+def layernorm_pow_affine(x, w, b):
+    """``(x - mu) / sqrt(var + eps) * w + b`` with the variance as ``mean((x - mu) ** 2)``."""
+    mu = fnp.mean(x, axis=-1, keepdims=True)
+    var = fnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / fnp.sqrt(var + 1e-3) * w + b
+
+
+def layernorm_rsqrt(x):
+    """``xc * rsqrt(mean(xc * xc) + eps)`` with ``xc = x - mean(x)``."""
+    mu = fnp.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    return xc * functrax.lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + 1e-5)

@@ -138,7 +138,7 @@ def _batch_and_remainder(xs, batch_size):
     num_batches, rem = divmod(length, batch_size)
     full = num_batches * batch_size
     batched = [P.reshape(P.slice_in_dim(x, 0, full, axis=0) if rem else x,
-                           (num_batches, batch_size) + tuple(x.shape[1:])) for x in leaves]
+                         (num_batches, batch_size) + tuple(x.shape[1:])) for x in leaves]
     remainder = [P.slice_in_dim(x, full, length, axis=0) for x in leaves] if rem else None
     return (tree_unflatten(tree, batched),
             None if remainder is None else tree_unflatten(tree, remainder))

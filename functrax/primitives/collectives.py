@@ -262,7 +262,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
                for v in leaves]
     else:
         out = psum_p.bind(*[_leafas_operand(v) for v in leaves], axes=named,
-                            axis_index_groups=None)
+                          axis_index_groups=None)
     return tree_unflatten(tree, out)
 
 
@@ -340,7 +340,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
                              "concatenates along an existing axis); got a scalar")
         dim = _coll_axis("all_gather", "axis", axis, nd if tiled else nd + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
-                                   axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+                                 axis_index_groups=None, axis_size=size, tiled=bool(tiled))
     return tree_map(bind, x)
 
 
@@ -425,7 +425,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                 leaf = expand_dims(leaf, (c,))
                 s += 1
         out = all_to_all_p.bind(leaf, split_axis=s, concat_axis=c, axis_name=axis_name,
-                                  axis_index_groups=None, tiled=bool(tiled))
+                                axis_index_groups=None, tiled=bool(tiled))
         return out if tiled or s == c else squeeze(out, (s,))
     return tree_map(bind, x)
 
@@ -447,8 +447,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         nd = core.get_aval(leaf).ndim
         dim = _coll_axis("psum_scatter", "scatter_dimension", scatter_dimension, nd)
         return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=names,
-                                       axis_index_groups=None, axis_size=size,
-                                       tiled=bool(tiled))
+                                     axis_index_groups=None, axis_size=size,
+                                     tiled=bool(tiled))
     return tree_map(bind, x)
 
 __all__ = [

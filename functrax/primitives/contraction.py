@@ -52,7 +52,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
-                                preferred_element_type=pet)
+                              preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

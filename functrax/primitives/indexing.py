@@ -60,7 +60,7 @@ def _index(i):
 def dynamic_slice(operand, start_indices, slice_sizes):
     """A slice of ``slice_sizes`` starting at (possibly traced) ``start_indices``, clamped."""
     return dynamic_slice_p.bind(operand, *[_index(i) for i in start_indices],
-                                  slice_sizes=tuple(int(s) for s in slice_sizes))
+                                slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(operand, update, start_indices):

@@ -93,46 +93,29 @@ def _sort_abstract(*operands, dimension, is_stable, num_keys):
 
 # --- wrappers that bind the primitives (re-exported by functrax.lax) ---
 
-def _axes(axes):
-    return tuple(int(a) for a in axes)
+def _reduce_op(prim):
+    def op(operand, axes):
+        return prim.bind(operand, axes=tuple(int(a) for a in axes))
+    op.__name__ = prim.name
+    op.__doc__ = f"``{prim.name}`` of ``operand`` over ``axes`` (binds the primitive)."
+    return op
 
 
-def reduce_sum(operand, axes):
-    return reduce_sum_p.bind(operand, axes=_axes(axes))
+reduce_sum, reduce_prod, reduce_max, reduce_min = map(_reduce_op, (
+    reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p))
+reduce_and, reduce_or, reduce_xor = map(_reduce_op, (reduce_and_p, reduce_or_p, reduce_xor_p))
 
 
-def reduce_prod(operand, axes):
-    return reduce_prod_p.bind(operand, axes=_axes(axes))
+def _arg_reduce_op(prim):
+    def op(operand, axis: int, index_dtype=np.int32):
+        return prim.bind(operand, axes=(int(axis),),
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    op.__name__ = prim.name
+    op.__doc__ = f"The index of the ``{prim.name[3:]}`` of ``operand`` along ``axis``."
+    return op
 
 
-def reduce_max(operand, axes):
-    return reduce_max_p.bind(operand, axes=_axes(axes))
-
-
-def reduce_min(operand, axes):
-    return reduce_min_p.bind(operand, axes=_axes(axes))
-
-
-def reduce_and(operand, axes):
-    return reduce_and_p.bind(operand, axes=_axes(axes))
-
-
-def reduce_or(operand, axes):
-    return reduce_or_p.bind(operand, axes=_axes(axes))
-
-
-def reduce_xor(operand, axes):
-    return reduce_xor_p.bind(operand, axes=_axes(axes))
-
-
-def argmax(operand, axis: int, index_dtype=np.int32):
-    return argmax_p.bind(operand, axes=(int(axis),),
-                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
-
-
-def argmin(operand, axis: int, index_dtype=np.int32):
-    return argmin_p.bind(operand, axes=(int(axis),),
-                           index_dtype=dtypes.canonicalize_dtype(index_dtype))
+argmax, argmin = _arg_reduce_op(argmax_p), _arg_reduce_op(argmin_p)
 
 
 def _cum(prim):
@@ -153,7 +136,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     ops = [operand] if single else list(operand)
     nd = core.get_aval(ops[0]).ndim
     out = sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
-                        is_stable=bool(is_stable), num_keys=int(num_keys))
+                      is_stable=bool(is_stable), num_keys=int(num_keys))
     return out[0] if single else tuple(out)
 
 __all__ = [

@@ -185,7 +185,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
             isinstance(operand, (core.Tracer, Array)):
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape,
-                                     broadcast_dimensions=tuple(broadcast_dimensions))
+                                   broadcast_dimensions=tuple(broadcast_dimensions))
 
 
 def broadcast(operand, sizes):
@@ -202,7 +202,7 @@ def reshape(operand, new_sizes, dimensions=None):
             operand, (core.Tracer, Array)):
         return operand
     return reshape_p.bind(operand, new_sizes=new_sizes,
-                            dimensions=None if dimensions is None else tuple(dimensions))
+                          dimensions=None if dimensions is None else tuple(dimensions))
 
 
 def transpose(operand, permutation):
@@ -242,8 +242,8 @@ def pad(operand, padding_value, padding_config):
 
 def slice(operand, start_indices, limit_indices, strides=None):
     return slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
-                          limit_indices=tuple(int(i) for i in limit_indices),
-                          strides=None if strides is None else tuple(int(s) for s in strides))
+                        limit_indices=tuple(int(i) for i in limit_indices),
+                        strides=None if strides is None else tuple(int(s) for s in strides))
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
@@ -264,7 +264,7 @@ def iota(dtype, size: int):
 
 def broadcasted_iota(dtype, shape, dimension: int):
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
-                         shape=tuple(int(s) for s in shape), dimension=int(dimension))
+                       shape=tuple(int(s) for s in shape), dimension=int(dimension))
 
 
 def full(shape, fill_value, dtype=None):

@@ -14,7 +14,7 @@ from functrax.random.distributions import uniform_real
 from functrax.random.prng import check_key
 from functrax.transforms import jit
 from functrax.random.sampler_args import (
-    any_true, cast_to, const_like, float_dtype, int_dtype, param_shape, split_keys,
+    any_true, cast_to, const_like, float_dtype, int_dtype, param_shape, sampler_args, split_keys,
 )
 
 _c = const_like  # the formulas below use constants of an operand's dtype often
@@ -32,10 +32,7 @@ def geometric(key, p, shape=None, dtype=int):
       shape: the result shape; default ``p``'s shape.
       dtype: an integer dtype.
     """
-    key = check_key("geometric", key)
-    dtype = int_dtype("geometric", dtype)
-    check_arraylike("geometric", p)
-    shape = param_shape("geometric", shape, p)
+    key, dtype, shape = sampler_args("geometric", key, dtype, shape, p, dtype_check=int_dtype)
     (p,) = promote_dtypes_inexact(fnp.asarray(p))
     pdt = core.get_aval(p).dtype
     u = uniform_real(key, shape, pdt, 0.0, 1.0)
@@ -118,10 +115,7 @@ def poisson(key, lam, shape=None, dtype=int):
     >>> bool((poisson(PRNGKey(0), 3.0, (100,)) >= 0).all())
     True
     """
-    key = check_key("poisson", key)
-    dtype = int_dtype("poisson", dtype)
-    check_arraylike("poisson", lam)
-    shape = param_shape("poisson", shape, lam)
+    key, dtype, shape = sampler_args("poisson", key, dtype, shape, lam, dtype_check=int_dtype)
     lam = cast_to(lam, np.dtype(np.float32), shape)
     return _poisson_jit(key, lam, shape, dtype)
 

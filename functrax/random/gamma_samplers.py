@@ -32,7 +32,7 @@ from functrax.random.gamma_grad import random_gamma_grad
 from functrax.random.prng import canonicalize_shape, check_key, split_key
 from functrax.transforms import custom_jvp, jit, vmap
 from functrax.random.sampler_args import (
-    cast_to, check_shape, float_dtype, param_shape, shape_of, split_keys,
+    cast_to, check_shape, float_dtype, param_shape, sampler_args, shape_of, split_keys,
 )
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t",
@@ -129,10 +129,7 @@ def _gamma_reparam_jvp(log_space, primals, tangents):
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
-    key = check_key(name, key)
-    dtype = float_dtype(name, dtype)
-    check_arraylike(name, a)
-    shape = param_shape(name, shape, a)
+    key, dtype, shape = sampler_args(name, key, dtype, shape, a)
     return _gamma_reparam(key, cast_to(a, dtype, shape), log_space)
 
 
@@ -182,10 +179,7 @@ def beta(key, a, b, shape=None, dtype=float):
     >>> bool(abs(float(x.mean()) - 2 / 7) < 0.02)
     True
     """
-    key = check_key("beta", key)
-    dtype = float_dtype("beta", dtype)
-    check_arraylike("beta", a, b)
-    shape = param_shape("beta", shape, a, b)
+    key, dtype, shape = sampler_args("beta", key, dtype, shape, a, b)
     a, b = cast_to(a, dtype, shape), cast_to(b, dtype, shape)
     key_a, key_b = split_keys(key, 2)
     log_ga = _gamma_reparam(key_a, a, True)
@@ -239,10 +233,7 @@ def chisquare(key, df, shape=None, dtype=float):
     >>> bool(chisquare(PRNGKey(0), 3.0, (8,)).min() > 0)
     True
     """
-    key = check_key("chisquare", key)
-    dtype = float_dtype("chisquare", dtype)
-    check_arraylike("chisquare", df)
-    shape = param_shape("chisquare", shape, df)
+    key, dtype, shape = sampler_args("chisquare", key, dtype, shape, df)
     return _chisquare(key, cast_to(df, dtype, shape))
 
 
@@ -278,10 +269,7 @@ def t(key, df, shape=None, dtype=float):
     ``shape`` defaults to ``df``'s shape (JAX's signature says ``shape=()``, which rejects
     array ``df``; an explicit ``shape`` behaves the same).
     """
-    key = check_key("t", key)
-    dtype = float_dtype("t", dtype)
-    check_arraylike("t", df)
-    shape = param_shape("t", shape, df)
+    key, dtype, shape = sampler_args("t", key, dtype, shape, df)
     df = cast_to(df, dtype, shape)
     key_n, key_g = split_keys(key, 2)
     n = normal_real(key_n, shape, dtype)

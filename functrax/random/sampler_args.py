@@ -7,7 +7,8 @@ import numpy as np
 
 import functrax.numpy as fnp
 from functrax import core, dtypes, lax
-from functrax.random.prng import canonicalize_shape, split_key
+from functrax.numpy.promotion import check_arraylike
+from functrax.random.prng import canonicalize_shape, check_key, split_key
 
 def dtype_arg(name, dtype, kinds, what):
     """Canonicalize a user dtype and check its kind (``kinds``: numpy kind letters)."""
@@ -83,3 +84,12 @@ def int_dtype(name, dtype):
     if dt.kind not in "iu":
         raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dt.name}")
     return dt
+
+
+def sampler_args(name, key, dtype, shape, *params, dtype_check=float_dtype):
+    """The checked key, dtype and result shape of the sampler ``name`` with array
+    ``params`` (the result shape: ``shape``, checked against theirs, or their broadcast)."""
+    key = check_key(name, key)
+    dtype = dtype_check(name, dtype)
+    check_arraylike(name, *params)
+    return key, dtype, param_shape(name, shape, *params)

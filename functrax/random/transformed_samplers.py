@@ -13,7 +13,7 @@ from functrax.random import float_math as fm
 from functrax.random.distributions import normal_real, uniform_real, normal, rademacher
 from functrax.random.prng import canonicalize_shape, check_key
 from functrax.random.sampler_args import (
-    cast_to, const_like, dtype_arg, float_dtype, param_shape, shape_of, split_keys,
+    cast_to, const_like, dtype_arg, float_dtype, param_shape, sampler_args, shape_of, split_keys,
 )
 
 
@@ -61,10 +61,7 @@ def pareto(key, b, shape=None, dtype=float):
       shape: the result shape; default ``b``'s shape.
       dtype: a float dtype.
     """
-    key = check_key("pareto", key)
-    dtype = float_dtype("pareto", dtype)
-    check_arraylike("pareto", b)
-    shape = param_shape("pareto", shape, b)
+    key, dtype, shape = sampler_args("pareto", key, dtype, shape, b)
     b = cast_to(b, dtype, shape)
     e = lax.neg(lax.log1p(lax.neg(uniform_real(key, shape, dtype, 0.0, 1.0))))
     return lax.exp(lax.div(e, b))
@@ -93,10 +90,7 @@ def rayleigh(key, scale, shape=None, dtype=float):
       shape: the result shape; default ``scale``'s shape.
       dtype: a float dtype.
     """
-    key = check_key("rayleigh", key)
-    dtype = float_dtype("rayleigh", dtype)
-    check_arraylike("rayleigh", scale)
-    shape = param_shape("rayleigh", shape, scale)
+    key, dtype, shape = sampler_args("rayleigh", key, dtype, shape, scale)
     u = uniform_real(key, shape, dtype, 0.0, 1.0)
     scale = cast_to(scale, dtype, shape)
     return lax.mul(scale, lax.sqrt(lax.mul(fm.log(u), np.asarray(-2.0, dtype))))
@@ -143,10 +137,7 @@ def triangular(key, left, mode, right, shape=None, dtype=float):
       shape: the result shape; default: the broadcast shape of the parameters.
       dtype: a float dtype.
     """
-    key = check_key("triangular", key)
-    dtype = float_dtype("triangular", dtype)
-    check_arraylike("triangular", left, mode, right)
-    shape = param_shape("triangular", shape, left, mode, right)
+    key, dtype, shape = sampler_args("triangular", key, dtype, shape, left, mode, right)
     left, mode, right = (cast_to(x, dtype, shape) for x in (left, mode, right))
     width = lax.sub(right, left)
     fc = lax.div(lax.sub(mode, left), width)
@@ -161,10 +152,7 @@ def wald(key, mean, shape=None, dtype=float):
     """Wald (inverse Gaussian, unit shape) samples with the given ``mean``
     (Michael-Schucany-Haas transformation).
     """
-    key = check_key("wald", key)
-    dtype = float_dtype("wald", dtype)
-    check_arraylike("wald", mean)
-    shape = param_shape("wald", shape, mean)
+    key, dtype, shape = sampler_args("wald", key, dtype, shape, mean)
     k1, k2 = split_keys(key, 2)
     mean = cast_to(mean, dtype, shape)
     v = normal_real(k1, shape, dtype)

@@ -79,7 +79,7 @@ defjvp(P.atan_p, lambda g, x: P.div(g, P.add(_const(x, 1), P.square(x))))
 defjvp(P.sinh_p, lambda g, x: P.mul(g, P.cosh(x)))
 defjvp(P.cosh_p, lambda g, x: P.mul(g, P.sinh(x)))
 defjvp2(P.tanh_p, lambda g, ans, x: P.mul(P.add(g, P.mul(g, ans)),
-                                            P.sub(_one(x), ans)))
+                                          P.sub(_one(x), ans)))
 defjvp(P.asinh_p, lambda g, x: P.mul(g, P.rsqrt(P.add(P.square(x), _one(x)))))
 
 
@@ -94,7 +94,7 @@ def _acosh_jvp(g, x):
 
 defjvp(P.acosh_p, _acosh_jvp)
 defjvp(P.atanh_p, lambda g, x: P.mul(P.integer_pow(P.add(_one(x), x), -1),
-                                       P.div(g, P.sub(_one(x), x))))
+                                     P.div(g, P.sub(_one(x), x))))
 defjvp2(P.exp_p, lambda g, ans, x: P.mul(g, ans))
 defjvp2(P.exp2_p, lambda g, ans, x: P.mul(P.log(_const(x, 2)), P.mul(g, ans)))
 defjvp(P.log_p, lambda g, x: P.div(g, x))
@@ -106,11 +106,11 @@ defjvp2(P.rsqrt_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, -0.5), P.div(ans, 
 defjvp2(P.cbrt_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, 1 / 3),
                                                        P.integer_pow(ans, -2))))
 defjvp(P.erf_p, lambda g, x: P.mul(_const(x, 2 / np.sqrt(np.pi)),
-                                     P.mul(g, P.exp(P.neg(P.square(x))))))
+                                   P.mul(g, P.exp(P.neg(P.square(x))))))
 defjvp(P.erfc_p, lambda g, x: P.mul(_const(x, -2 / np.sqrt(np.pi)),
-                                      P.mul(g, P.exp(P.neg(P.square(x))))))
+                                    P.mul(g, P.exp(P.neg(P.square(x))))))
 defjvp2(P.erf_inv_p, lambda g, ans, x: P.mul(_const(x, np.sqrt(np.pi) / 2),
-                                               P.mul(g, P.exp(P.square(ans)))))
+                                             P.mul(g, P.exp(P.square(ans)))))
 defjvp(P.lgamma_p, lambda g, x: P.mul(g, P.digamma(x)))
 defjvp2(P.square_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, 2), x)))
 
@@ -144,7 +144,7 @@ def trigamma(x):
     for c in reversed(_TRIGAMMA_SERIES[:-1]):
         tail = P.add(_const(x, c), P.mul(inv2, tail))
     series = P.add(P.add(inv, P.mul(_const(x, 0.5), inv2)),
-                     P.mul(P.mul(inv2, inv), tail))
+                   P.mul(P.mul(inv2, inv), tail))
     res = P.add(acc, series)
     sin_pix = P.sin(P.mul(_const(x, np.pi), x))
     reflected = P.sub(P.div(_const(x, np.pi ** 2), P.square(sin_pix)), res)
@@ -187,7 +187,7 @@ defjvp2(P.pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 def _balanced_eq(x, z, y):
     """1 where ``x`` is the chosen value ``z``, 1/2 where ``x`` and ``y`` tie (as JAX)."""
     return P.div(P.select(P.eq(x, z), _ones(z), _zeros(z)),
-                   P.select(P.eq(y, z), P.full_like(z, 2), _ones(z)))
+                 P.select(P.eq(y, z), P.full_like(z, 2), _ones(z)))
 
 
 defjvp2(P.max_p, lambda g, ans, x, y: P.mul(g, _balanced_eq(x, ans, y)),
@@ -206,7 +206,7 @@ defjvp(P.rem_p,
 
 def _clamp_jvp_lo(g, lo, x, hi):
     return P.select(P.bitwise_and(P.gt(lo, x), P.lt(lo, hi)),
-                      _maybe_broadcast(operand_aval(x).shape, g), _zeros(x))
+                    _maybe_broadcast(operand_aval(x).shape, g), _zeros(x))
 
 
 def _clamp_jvp_x(g, lo, x, hi):

@@ -52,8 +52,8 @@ def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, indices_ar
     if type(g) is Zero:
         return out, _zero_out(out)
     return out, P.gather(g, indices, dimension_numbers, slice_sizes,
-                           unique_indices=unique_indices,
-                           indices_are_sorted=indices_are_sorted, mode=mode, fill_value=0)
+                         unique_indices=unique_indices,
+                         indices_are_sorted=indices_are_sorted, mode=mode, fill_value=0)
 
 
 def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
@@ -69,8 +69,8 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
         scatter_indices_batching_dims=dn.start_indices_batching_dims)
     zeros = P.full(aval.shape, 0, aval.dtype)
     return [P.scatter_add(zeros, indices, ct, scatter_dnums,
-                            indices_are_sorted=indices_are_sorted,
-                            unique_indices=unique_indices, mode=mode), None]
+                          indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, mode=mode), None]
 
 
 jvp_rules[P.gather_p] = _gather_jvp
@@ -161,18 +161,18 @@ def _scatter_jvp(primals, tangents, **params):
     num_ids = int(np.prod(ids_shape, dtype=np.int64))
     id_dtype = np.uint32
     ids = P.add(P.reshape(P.iota(id_dtype, num_ids), ids_shape),
-                  np.asarray(1, id_dtype)[()])
+                np.asarray(1, id_dtype)[()])
     update_ids = P.broadcast_in_dim(ids, upd_shape, tuple(range(len(upd_shape))))
     kw = _scatter_params(params)
     scattered_ids = P.scatter(P.full(_aval(operand).shape, 0, id_dtype), indices,
-                                update_ids, dn, **kw)
+                              update_ids, dn, **kw)
     gathered_ids = _gather_back(scattered_ids, indices, dn, upd_shape, params["mode"])
     op_kept = P.eq(scattered_ids, P.full_like(scattered_ids, 0))
     upd_won = P.eq(update_ids, gathered_ids)
 
     def masked(op, upd):
         return P.scatter_add(P.select(op_kept, op, _zeros(op)), indices,
-                               P.select(upd_won, upd, _zeros(upd)), dn, **kw)
+                             P.select(upd_won, upd, _zeros(upd)), dn, **kw)
     return masked(operand, updates), masked(g_op, g_upd)
 
 
@@ -187,7 +187,7 @@ def _scatter_transpose(ct, operand, indices, updates, **params):
     op_ct = upd_ct = None
     if is_undefined(operand):
         op_ct = P.scatter(ct, indices, P.full(upd_aval.shape, 0, upd_aval.dtype), dn,
-                            **_scatter_params(params))
+                          **_scatter_params(params))
     if is_undefined(updates):
         upd_ct = _gather_back(ct, indices, dn, upd_aval.shape, params["mode"], 0)
     return [op_ct, None, upd_ct]
@@ -273,7 +273,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 
     def take(t):
         return P.gather(t, idx, dnums, (1,) * len(shape),
-                          mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+                        mode=GatherScatterMode.PROMISE_IN_BOUNDS)
     return list(outs[:-1]), [t if type(t) is Zero else take(t) for t in tangents]
 
 

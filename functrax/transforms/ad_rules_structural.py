@@ -35,7 +35,7 @@ def _reduce_chooser_jvp(g, ans, x, *, axes):
     shape = operand_aval(x).shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     loc = P.convert_element_type(P.eq(x, P.broadcast_in_dim(ans, shape, kept)),
-                                   operand_aval(g).dtype)
+                                 operand_aval(g).dtype)
     counts = P.reduce_sum(loc, axes)
     return P.div(P.reduce_sum(P.mul(g, loc), axes), counts)
 
@@ -55,7 +55,7 @@ def _reduce_prod_jvp(g, x, *, axes):
     ax = len(kept_shape)
     one = P.full(kept_shape + [1], 1, operand_aval(x).dtype)
     before = P.concatenate([one, P.slice_in_dim(P.cumprod(xf, ax), 0, n - 1, axis=ax)],
-                             ax) if n else xf
+                           ax) if n else xf
     after = P.concatenate([P.slice_in_dim(P.cumprod(xf, ax, reverse=True), 1, n, axis=ax),
                              one], ax) if n else xf
     return P.reduce_sum(P.mul(gf, P.mul(before, after)), (ax,))
@@ -124,7 +124,7 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
         unpadded = P.pad(ct, P.full((), 0, core.get_aval(ct).dtype), unpad)
         shape = core.get_aval(unpadded).shape
         return P.slice(unpadded, (0,) * len(shape), shape,
-                         tuple(it + 1 for _, _, it in padding_config))
+                       tuple(it + 1 for _, _, it in padding_config))
 
     def total(v):
         return P.reduce_sum(v, tuple(range(core.get_aval(v).ndim)))

@@ -144,7 +144,7 @@ vmap_rules[P.sort_p] = _sort_rule
 def _broadcast_in_dim_rule(axis, vals, dims, *, shape, broadcast_dimensions, sharding=None):
     x = moveaxis(vals[0], dims[0], 0)
     out = P.broadcast_in_dim(x, (axis.size,) + tuple(shape),
-                               (0,) + tuple(b + 1 for b in broadcast_dimensions))
+                             (0,) + tuple(b + 1 for b in broadcast_dimensions))
     return out, 0
 
 

@@ -137,7 +137,7 @@ def _lu_jvp(primals, tangents):
     uk = P.slice_in_dim(lu, 0, k, axis=nd - 2)
     u_eye = np.pad(np.eye(n - k, dtype=zero.dtype), ((k, 0), (k, 0)))
     u = P.add(P.pad(triu(uk), zero, u_cfg),
-                P.broadcast_in_dim(u_eye, (*batch, n, n), (nd - 2, nd - 1)))
+              P.broadcast_in_dim(u_eye, (*batch, n, n), (nd - 2, nd - 1)))
     la = triangular_solve(l_mat, x, left_side=True, transpose_a=False, lower=True,
                           unit_diagonal=True)
     lau = triangular_solve(u, la, left_side=False, transpose_a=False, lower=False)
@@ -230,7 +230,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     s_inv = P.sub(P.div(full_like_matrix(s, 1), P.add(s, s_zero)), s_zero)
     s_inv_mat = _as(P.mul(as_rows(s_inv, k), eye_s), a)
     du_dv_diag = P.mul(P.mul(P.sub(ds_mat, adjoint(ds_mat)), s_inv_mat),
-                         full_like_matrix(ds_mat, 0.5))
+                       full_like_matrix(ds_mat, 0.5))
     du = batched_matmul(u, P.add(P.mul(f, P.add(dss, adjoint(dss))), du_dv_diag))
     dv = batched_matmul(v, P.mul(f, P.add(sds, adjoint(sds))))
     if m > n:

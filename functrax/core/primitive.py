@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from functrax.core.trace import current_trace
+from functrax.core.trace import trace_state
 
 
 class Family(enum.Enum):
@@ -63,7 +63,7 @@ class Primitive:
         return rule
 
     def bind(self, *args, **params):
-        return current_trace().process_primitive(self, args, params)
+        return trace_state.trace.process_primitive(self, args, params)
 
     def __repr__(self):
         return self.name

@@ -305,6 +305,7 @@ EVAL_TRACE = EvalTrace()
 
 
 _state = TraceState()
+trace_state = _state  # read by Primitive.bind on every call (one attribute lookup)
 
 
 def axis_env() -> list:

@@ -1,6 +1,9 @@
-"""Every primitive of functrax, defined once with its abstract evaluation.
+"""Every primitive of functrax, defined once with its family and abstract evaluation, beside
+the thin wrappers that bind it (``functrax.lax`` re-exports those).
 
-``primitive_registry`` maps names to primitives (used by the registry tests).
+``primitive_registry`` maps names to primitives (the registry tests check that each has its
+rule in every table). The modules are imported in order; ``printing`` registers the
+primitives whose params JAX prints specially.
 """
 from functrax.primitives.define import primitive_registry  # noqa: F401
 from functrax.primitives.contraction import *  # noqa: F401,F403

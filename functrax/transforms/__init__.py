@@ -1,4 +1,9 @@
-"""Transformations: jvp/grad (ad*.py), and later vmap, jit, pmap."""
+"""The transformations: ``jvp``/``grad`` and the rest of autodiff (``jvp``, ``partial_eval``,
+``transpose``, ``ad``, ``grad``, custom derivatives, ``checkpoint``), ``vmap`` (``batching``),
+``jit`` and ``pmap``. Each keeps its rule table (``jvp_rules``, ``transpose_rules``,
+``vmap_rules``, ``partial_eval_rules``) keyed by primitive; the ``*_rules*.py`` modules fill
+them and are imported here in order. Transforms never inspect one another's tracers.
+"""
 from functrax.transforms import ad_rules as _ad_rules  # noqa: F401
 from functrax.transforms import ad_rules_structural as _ad_rules_structural  # noqa: F401
 from functrax.transforms import ad_rules_indexing as _ad_rules_indexing  # noqa: F401

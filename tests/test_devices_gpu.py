@@ -502,3 +502,29 @@ _SOME_SPECS = {"sin", "add", "sum", "matmul", "where"}
 def _first_cases():
     from tests.opspec import all_specs
     return [(s, *next(iter(s.cases()))) for s in all_specs()]
+
+
+_GPU_VISIBLE_CHECK = """
+import os, sys, types
+fake = types.ModuleType("functrax.runtime.cuda")  # a probe that sees one GPU
+fake.device_count = lambda: 1
+fake.device_name = lambda i: "fake"
+fake.MISSING_CUDA_CORE = "cuda-core missing"
+fake.cuda_core = fake.cuda_driver = lambda: None
+fake.check = lambda result, what: result
+sys.modules["functrax.runtime.cuda"] = fake
+import functrax
+import functrax.lowering.triton.runtime
+print(os.environ.get("TRITON_INTERPRET", "unset"))
+"""
+
+
+def test_a_visible_gpu_keeps_triton_off_the_interpreter():
+    # the interpreter is chosen only when the registered (real) probe sees no GPU: nothing
+    # imported while functrax initializes may decide it earlier with the default probe
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = ROOT
+    proc = subprocess.run([sys.executable, "-c", _GPU_VISIBLE_CHECK], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["unset"]

@@ -4,8 +4,8 @@ The table (``functrax/lowering/triton/gpu_hooks.py``) gets :data:`CUDA`: the pro
 (``cuda.device_count``), the device buffers (``gpu_buffer.GpuBuffer``), the launcher
 (``gpu_launch.launch_gpu``) and, for autotuning, ``gpu_launch.device_name`` /
 ``gpu_launch.time_launch``. ``functrax/__init__`` imports this module before anything
-imports triton, so that ``gpu_hooks.ensure_triton_env`` (run when the backend's ``runtime``
-or a ``kernels`` module is imported) asks the real probe whether a GPU is visible. Nothing
+imports triton and then decides ``TRITON_INTERPRET`` (``gpu_hooks.ensure_triton_env``: the
+interpreter when the real probe sees no GPU). Nothing
 here imports triton or a CUDA package: they load on first use.
 """
 from __future__ import annotations
@@ -20,3 +20,4 @@ CUDA = gpu_hooks.GpuSupport(device_count=cuda.device_count, buffer=gpu_buffer.Gp
                             time_launch=gpu_launch.time_launch)
 
 gpu_hooks.register_gpu(CUDA)
+gpu_hooks.ensure_triton_env()  # decided by the real probe, before anything imports triton

@@ -16,8 +16,9 @@ Modes, in order:
    and launches the cubin through cuda-core on the device's stream (no torch).
 2. ``TRITON_INTERPRET=1``: the kernel runs in Triton's interpreter on numpy buffers, passed
    zero-copy through :class:`NumpyTensor` (the interpreter expects torch-like tensors).
-   :func:`ensure_triton_env` sets ``TRITON_INTERPRET=1`` before triton is imported when
-   the variable is unset and no CUDA device is visible.
+   :func:`ensure_triton_env` sets ``TRITON_INTERPRET=1`` when the variable is unset and no
+   CUDA device is visible; ``import functrax`` runs it once the CUDA probe is registered
+   (``functrax/runtime/gpu_registration.py``), before anything imports triton.
 3. Otherwise running raises ``NotImplementedError`` naming what is missing.
 """
 from __future__ import annotations
@@ -43,8 +44,6 @@ def cuda_device_count() -> int:
     devices libcuda reports; 0 when there is none)."""
     return gpu_hooks.device_count()
 
-
-ensure_triton_env()
 
 
 # --- a zero-copy torch-like view of a numpy array, for the interpreter ---

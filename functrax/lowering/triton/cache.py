@@ -94,8 +94,10 @@ class KernelCache:
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # inspect.getsource (used by @triton.jit) looks here
-        try:
-            spec.loader.exec_module(module)
+        try:  # compiled from the text here: no bytecode is written into the cache
+            with open(path, "rb") as f:
+                code = spec.loader.source_to_code(f.read(), path)
+            exec(code, module.__dict__)
         except BaseException:
             sys.modules.pop(name, None)
             raise

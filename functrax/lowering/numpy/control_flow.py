@@ -7,6 +7,8 @@ nested ``jit(f, backend="triton")`` keeps its backend after inlining).
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from functrax.lowering.backends import host_executable, nested_backend
@@ -14,9 +16,15 @@ from functrax.lowering.numpy.rules import numpy_rules
 from functrax.primitives.control_flow import cond_p, scan_p, split_at, while_p
 
 
+_BODIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def body_executable(closed):
     """The compiled executable of a control-flow body (once per jaxpr object)."""
-    return host_executable(closed, nested_backend(closed))
+    exe = _BODIES.get(closed)
+    if exe is None:
+        exe = _BODIES[closed] = host_executable(closed, nested_backend(closed))
+    return exe
 
 
 def _clamp_index(index, n: int) -> int:

@@ -19,6 +19,8 @@ def defbroadcasting(prim):
     scalars; unbatched arrays are broadcast along the batch (needed: shapes must be equal).
     """
     def rule(axis, vals, dims, **params):
+        if len(vals) == 1:  # unary: the batch axis stays where it is
+            return prim.bind(vals[0], **params), dims[0]
         batched = [(v, d) for v, d in zip(vals, dims) if d is not None]
         full = {_shape(v) for v, _ in batched}
         bds = {d for _, d in batched}

@@ -1,40 +1,44 @@
 """functrax: composable function transformations (grad, vmap, jit, pmap) on numpy and Triton.
 
+The public API. The packages are imported layer by layer (see the README's layout): the
+backends and the runtime register into the tables of the layers below them as they load.
+
 >>> import functrax, functrax.numpy as fnp
 >>> print(functrax.make_jaxpr(fnp.sin)(1.0))
 { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
 """
+# utilities and core
 from functrax.config import config  # noqa: F401
-from functrax import dtypes  # noqa: F401
-# first of the layers: registers the CUDA runtime (probe, buffers, launcher) into the Triton
-# backend's table before anything imports triton (TRITON_INTERPRET is decided by the probe)
-from functrax.runtime import gpu_registration as _gpu_registration  # noqa: F401
-from functrax.core import Array, ShapedArray, ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr  # noqa: F401
-from functrax.core import jaxpr_as_fun  # noqa: F401
+from functrax import dtypes, tree_util  # noqa: F401
+from functrax.core import (  # noqa: F401
+    Array, ClosedJaxpr, Jaxpr, ShapedArray, check_jaxpr, eval_jaxpr, jaxpr_as_fun,
+)
+from functrax.core.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
 from functrax.errors import (  # noqa: F401
     ConcretizationTypeError, JaxprTypeError, MissingRuleError, NonConcreteBooleanIndexError,
     TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from functrax.lowering import numpy as _numpy_backend  # noqa: F401  (registers its rules)
-from functrax.lowering import triton as _triton_backend  # noqa: F401  (registers the backend)
-from functrax import lax  # noqa: F401
-from functrax import numpy  # noqa: F401
-from functrax import tree_util  # noqa: F401
-from functrax.core.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr  # noqa: F401
+# lowering: each backend registers itself (the numpy one also as the eager rules)
+from functrax.lowering import numpy as _numpy_backend  # noqa: F401
+from functrax.lowering import triton as _triton_backend  # noqa: F401
+# runtime: the CUDA probe, buffers and launcher into the Triton backend's table; then
+# TRITON_INTERPRET is decided, before anything imports triton
+from functrax.runtime import gpu_registration as _gpu_registration  # noqa: F401
+from functrax.runtime.devices import (  # noqa: F401
+    default_backend, device_count, device_put, device_put_replicated, device_put_sharded,
+    devices, local_device_count, local_devices, process_count, process_index,
+)
+# transforms and control flow (their rule modules fill the transforms' tables)
+from functrax.transforms import (  # noqa: F401
+    block_until_ready, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, disable_jit,
+    grad, hessian, jacfwd, jacrev, jit, jvp, linear_transpose, linearize, remat,
+    value_and_grad, vjp, vmap,
+)
+from functrax.transforms.pmap import pmap  # noqa: F401
+from functrax import control_flow as _control_flow  # noqa: F401
+# the public modules
+from functrax import lax, nn, numpy, optim, random  # noqa: F401
+from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 
 __version__ = "0.1.0"
-from functrax.transforms import (  # noqa: F401,E402
-    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
-)
-from functrax.transforms import custom_jvp, custom_vjp  # noqa: F401,E402
-from functrax.transforms import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
-from functrax.transforms import vmap  # noqa: F401,E402
-from functrax.transforms import block_until_ready, disable_jit, jit  # noqa: F401,E402
-from functrax import control_flow as _control_flow  # noqa: F401,E402  (adds lax.cond, ...)
-from functrax import nn, optim  # noqa: F401,E402
-from functrax import random  # noqa: F401,E402
-from functrax.runtime.devices import devices, local_devices, device_count, local_device_count, process_index, process_count, device_put_sharded, device_put_replicated  # noqa
-from functrax.transforms.pmap import pmap  # noqa
-from functrax.runtime.devices import device_put, default_backend  # noqa: E402,F401
-from functrax import distributed  # noqa: E402  (initialize() under mpiexec; imports no mpi4py)

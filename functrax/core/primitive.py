@@ -23,6 +23,9 @@ class Family(enum.Enum):
     INDEXING = "indexing"              # reads at computed positions: gather, dynamic_slice
     SCATTER = "scatter"                # writes at computed positions
     CONTRACTION = "contraction"        # dot_general
+    CONVOLUTION = "convolution"        # conv_general_dilated: windows contracted with a kernel
+    WINDOW = "window"                  # windowed reductions (reduce_window, select_and_scatter)
+    FFT = "fft"                        # discrete Fourier transforms
     COLLECTIVE = "collective"          # communication over a named axis
     CONTROL_FLOW = "control_flow"      # cond, while, scan: sub-jaxprs run conditionally
     CALL = "call"                      # jit, custom derivatives, remat, pmap: one sub-jaxpr

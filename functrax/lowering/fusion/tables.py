@@ -36,6 +36,9 @@ UNFUSIBLE_FAMILIES = {
     Family.CUMULATIVE: ("cumulative scan along an axis: a sequential dependence, not a map or "
                         "a reduction"),
     Family.CONTROL_FLOW: "control flow: sub-jaxprs run conditionally or in a loop",
+    Family.CONVOLUTION: "convolution: its own kernel (an implicit GEMM over the windows)",
+    Family.WINDOW: "windowed reduction: overlapping windows, its own kernel",
+    Family.FFT: "fft: a global transform along whole axes (numpy fallback)",
     Family.CALL: _CALL_LIKE,
     Family.COLLECTIVE: "collective over a named axis: communication, not a loop over indices",
     Family.LINALG: "linear algebra decomposition: numpy fallback",

@@ -38,7 +38,8 @@ from functrax.transforms import (  # noqa: F401
 from functrax.transforms.pmap import pmap  # noqa: F401
 from functrax import control_flow as _control_flow  # noqa: F401
 # the public modules
-from functrax import lax, nn, numpy, optim, random  # noqa: F401
+from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
+from functrax import flatten_util  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 
 __version__ = "0.1.0"

@@ -313,6 +313,45 @@ class PyTreeDef:
     def __repr__(self):
         return f"PyTreeDef({_repr(self._node)})"
 
+    def __reduce__(self):  # custom nodes pickle by their (registered) type
+        return (_treedef_from_portable, (_portable(self._node),))
+
+
+def _portable(node):
+    """A picklable description of a node: the markers become strings, a custom node's
+    registration its type."""
+    if node is _LEAF:
+        return "*"
+    kind, aux, children = node
+    kids = tuple(_portable(c) for c in children)
+    if kind is _NT:
+        return ("namedtuple", aux, kids)
+    if isinstance(kind, _Registration):
+        return ("custom", kind.type, aux, kids)
+    return (kind.__name__, aux, kids)
+
+
+_BUILTIN_KINDS = {"tuple": tuple, "list": list, "dict": dict, "NoneType": _NoneType}
+
+
+def _from_portable(p):
+    if p == "*":
+        return _LEAF
+    if p[0] == "namedtuple":
+        return (_NT, p[1], tuple(_from_portable(c) for c in p[2]))
+    if p[0] == "custom":
+        reg = _registry.get(p[1])
+        if reg is None:
+            raise ValueError(f"cannot unpickle a PyTreeDef holding {p[1]!r}: the type is not "
+                             "registered as a pytree node in this process (register it "
+                             "before unpickling)")
+        return (reg, p[2], tuple(_from_portable(c) for c in p[3]))
+    return (_BUILTIN_KINDS[p[0]], p[1], tuple(_from_portable(c) for c in p[2]))
+
+
+def _treedef_from_portable(p):
+    return PyTreeDef(_from_portable(p))
+
 
 def tree_flatten(tree: Any, is_leaf: _IsLeaf = None) -> tuple[list, PyTreeDef]:
     """Flattens a pytree into ``(leaves, treedef)``; dict children come in sorted key order.
@@ -622,3 +661,130 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, xs: Partial(func, *xs[0], **xs[1]))
+
+
+# --- one level, registry views, static nodes ---
+
+KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey
+KeyPath = tuple  # of KeyEntry
+
+
+def _one_level(tree, with_keys: bool):
+    (kind, aux, _), kids, keys = _node_of(tree)
+    if kind is _LEAF:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return (list(zip(keys, kids)) if with_keys else kids), aux
+
+
+def _node_of(tree):
+    """``((kind, aux, ()), children, keys)`` of the root of ``tree`` (kind ``_LEAF`` for a
+    leaf)."""
+    leaves, paths = [], []
+    node = _flatten_general(tree, leaves, lambda x: x is not tree, (), paths)
+    if node is _LEAF:
+        return (_LEAF, None, ()), [], []
+    if node is _NONE_NODE:
+        return node, [], []
+    return node, leaves, [p[0] for p in paths]
+
+
+def flatten_one_level(pytree: Any) -> tuple[list, Hashable]:
+    """The children of the root node and its aux data (``ValueError`` for a leaf).
+
+    >>> flatten_one_level({'b': [1, 2], 'a': 3})
+    ([3, [1, 2]], ('a', 'b'))
+    """
+    return _one_level(pytree, False)
+
+
+def flatten_one_level_with_keys(pytree: Any) -> tuple[list, Hashable]:
+    """Like :func:`flatten_one_level`, the children paired with their keys."""
+    return _one_level(pytree, True)
+
+
+def is_tree_node(x: Any, is_leaf: _IsLeaf = None) -> bool:
+    """Whether ``x`` is an internal pytree node (not a leaf).
+
+    >>> is_tree_node((1,)), is_tree_node(1), is_tree_node(None)
+    (True, False, True)
+    """
+    if is_leaf is not None and is_leaf(x):
+        return False
+    return type(x) in _NODE_TYPES or (isinstance(x, tuple) and hasattr(x, "_fields"))
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator registering ``cls`` via its ``tree_flatten_with_keys()`` method and
+    ``tree_unflatten(aux_data, children)`` classmethod (``tree_flatten`` if it has one)."""
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              getattr(cls, "tree_flatten", None) and (lambda x: x.tree_flatten()))
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Registers ``cls`` as a pytree node with no children: an instance is its own (static,
+    hashable) aux data, so ``jit`` treats it as static. Returns ``cls`` (a decorator).
+
+    >>> @register_static
+    ... class Tag(str):
+    ...     pass
+    >>> tree_leaves([1, Tag("x")])
+    [1]
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+def static(**kwargs):
+    """``dataclasses.field(**kwargs)`` marked static for :func:`register_dataclass`."""
+    metadata = dict(kwargs.pop("metadata", None) or {}, static=True)
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: _IsLeaf = None) -> Any:
+    """``prefix_tree``'s leaves broadcast into the structure of ``full_tree``.
+
+    >>> tree_broadcast((1, 2), ([0, 0], {'a': 0}))
+    ([1, 1], {'a': 2})
+    """
+    return tree_structure(full_tree).unflatten(broadcast_prefix(prefix_tree, full_tree,
+                                                                is_leaf))
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
+                            identity: Any = _NO_INIT, is_leaf: _IsLeaf = None) -> Any:
+    """Reduce the leaves with an associative ``operation``, pairing them as a balanced tree
+    (``identity`` for a tree without leaves; ``ValueError`` without one).
+
+    >>> tree_reduce_associative(lambda a, b: a + b, [1, (2, 3), {'x': 4}])
+    10
+    """
+    items = tree_leaves(tree, is_leaf)
+    if not items:
+        if identity is _NO_INIT:
+            raise ValueError("must specify identity for reduction over an empty tree")
+        return identity
+    while len(items) > 1:
+        pairs = [operation(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        items = pairs + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
+
+
+class PyTreeRegistry:
+    """A view of the node registry with the methods of JAX's ``default_registry``."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        try:
+            return _one_level(tree, False)
+        except ValueError:
+            return None
+
+    def register_node(self, nodetype, flatten_func, unflatten_func, flatten_with_keys=None):
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+default_registry = PyTreeRegistry()
+

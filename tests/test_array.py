@@ -226,3 +226,13 @@ def test_signbit_sees_the_sign_of_nan_and_zero():
         np.testing.assert_array_equal(fnp.signbit(x.astype(dt)), np.signbit(x.astype(dt)))
     np.testing.assert_array_equal(functrax.jit(fnp.signbit)(x), np.signbit(x))
     np.testing.assert_array_equal(functrax.vmap(fnp.signbit)(x), np.signbit(x))
+
+
+def test_unpacked_elements_are_arrays_numpy_accepts():
+    a, b = fnp.arange(2.0)
+    assert np.asarray(a).shape == () and float(np.asarray(b)) == 1.0
+    assert repr(a) == "Array(0., dtype=float32)"
+    rows = list(fnp.ones((2, 3)))
+    assert [np.asarray(r).shape for r in rows] == [(3,), (3,)]
+    odd = functrax.core.Array._make(np.float32(2.5), functrax.core.get_aval(np.float32(2.5)))
+    assert np.asarray(odd).shape == () and float(np.asarray(odd)) == 2.5

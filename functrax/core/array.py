@@ -46,6 +46,8 @@ class Array:
 
     def __array__(self, dtype=None, copy=None):
         v = self._value
+        if type(v) is not np.ndarray:  # a numpy scalar (rules may return one): as 0-d
+            v = np.asarray(v)
         if copy:
             return np.array(v, dtype=dtype, copy=True)
         if dtype is not None and np.dtype(dtype) != v.dtype:
@@ -83,6 +85,9 @@ class Array:
         if not self._value.ndim:
             raise TypeError("iteration over a 0-d array")
         row = self.aval.update(shape=self.aval.shape[1:])
+        if self._value.ndim == 1:  # numpy would yield scalars: 0-d views instead
+            v = self._value
+            return (Array._make(v[i:i + 1].reshape(()), row) for i in range(v.shape[0]))
         return (Array._make(v, row) for v in self._value)
 
     def __setitem__(self, idx, value):

@@ -175,6 +175,30 @@ def test_checkpoint_without_policy_stores_fewer_values_than_plain_grad():
                                np.asarray(lin_remat.transpose(one)[0]), rtol=1e-6)
 
 
+_INNER = {
+    "jit": lambda x: fx.jit(lambda y: fnp.sin(y) * y)(x),
+    "cond": lambda x: fx.lax.cond(x > 0, lambda y: fnp.sin(y) * y, lambda y: y * y, x),
+    "scan": lambda x: fx.lax.scan(lambda c, _: (fnp.sin(c) * c, None), x, None, length=3)[0],
+    "fori": lambda x: fx.lax.fori_loop(0, 3, lambda i, c: fnp.sin(c) * c, x),
+}
+
+
+@pytest.mark.parametrize("policy", [None, fx.checkpoint_policies.everything_saveable])
+@pytest.mark.parametrize("name", sorted(_INNER))
+def test_checkpoint_around_higher_order_primitives(name, policy):
+    f = _INNER[name]
+    g = fx.checkpoint(f, policy=policy)
+    x = 0.7
+    y, pull = fx.vjp(g, x)
+    assert float(y) == pytest.approx(float(f(x)))
+    assert float(pull(fnp.array(1.0))[0]) == pytest.approx(float(fx.grad(f)(x)), rel=1e-6)
+    y_lin, lin = fx.linearize(g, x)
+    assert float(lin(2.0)) == pytest.approx(2.0 * float(fx.grad(f)(x)), rel=1e-6)
+    assert float(fx.grad(fx.grad(g))(x)) == pytest.approx(float(fx.grad(fx.grad(f))(x)),
+                                                        rel=1e-5)
+    assert float(fx.jit(fx.grad(g))(x)) == pytest.approx(float(fx.grad(f)(x)), rel=1e-6)
+
+
 def test_custom_rules_are_honoured_under_jit():
     # custom_jvp inside jit, differentiated from outside and inside
     g_out = fx.grad(fx.jit(log1pexp))(100.0)

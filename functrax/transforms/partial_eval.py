@@ -76,7 +76,18 @@ def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):
     producer = {}
     known_eqns, unknown_eqns = [], []
     for eqn in jaxpr.eqns:
-        if any(type(v) is Var and v in unknown for v in eqn.invars):
+        unk = [type(v) is Var and v in unknown for v in eqn.invars]
+        parts = _split_eqn(eqn, unk) if any(unk) and not all(unk) else None
+        if parts is not None:  # a call or control flow with known and unknown operands
+            known_eqn, unknown_eqn = parts
+            if saveable is not None and not saveable(eqn):  # rematerialize: its known
+                unknown_eqn = _recompute(eqn, unknown_eqn)  # outputs, then all of it again
+            if known_eqn is not None:
+                known_eqns.append(known_eqn)
+                producer.update((v, known_eqn) for v in known_eqn.outvars)
+            unknown.update(unknown_eqn.outvars)
+            unknown_eqns.append(unknown_eqn)
+        elif any(unk):
             unknown.update(eqn.outvars)
             unknown_eqns.append(eqn)
         else:
@@ -108,7 +119,7 @@ def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):
     known_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
     jk = Jaxpr([], known_in, known_outs + residuals, known_eqns)
     jk, _ = dce_jaxpr(jk)
-    order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
+    order = {id(e): i for i, e in enumerate(known_eqns)}  # recomputed ones are known
     body = sorted(recomputed, key=lambda e: order[id(e)]) + unknown_eqns
     unknown_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
     unknown_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
@@ -117,6 +128,42 @@ def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):
                                                                                 res_vars))))
     del Literal
     return jk, ju, out_unknowns, len(residuals)
+
+
+def _split_eqn(eqn, unknowns):
+    """A higher-order equation (one with a ``partial_eval_rules`` entry: jit, cond, scan,
+    while, ...) with some unknown operands, split by its own rule into a known and an unknown
+    ``jit`` equation (the known one also emits the residuals; None when it has no output).
+    None for other equations, which are staged whole."""
+    from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+    from functrax.primitives.calls import jit_p
+    if eqn.primitive not in partial_eval_rules:
+        return None
+    ins = [Var(v.aval) if type(v) is not Literal else v for v in eqn.invars]
+    outs = [Var(v.aval) for v in eqn.outvars]
+    args = [v for v in ins if type(v) is not Literal]
+    arg_unk = [u for v, u in zip(eqn.invars, unknowns) if type(v) is not Literal]
+    single = ClosedJaxpr(Jaxpr([], args, outs, [eqn.replace(invars=ins, outvars=outs)]), [])
+    known, unknown, out_unk, num_res = partial_eval_closed(single, arg_unk)
+    real = [v for v in eqn.invars if type(v) is not Literal]
+    known_ins = [v for v, u in zip(real, arg_unk) if not u]
+    unknown_ins = [v for v, u in zip(real, arg_unk) if u]
+    res = [Var(a) for a in known.out_avals[len(known.out_avals) - num_res:]]
+    known_outs = [v for v, u in zip(eqn.outvars, out_unk) if not u] + res
+    name = f"{eqn.primitive}_known"
+    known_eqn = JaxprEqn(known_ins, known_outs, jit_p, dict(jaxpr=known, name=name)) \
+        if known_outs else None
+    unknown_eqn = JaxprEqn(res + unknown_ins, [v for v, u in zip(eqn.outvars, out_unk) if u],
+                           jit_p, dict(jaxpr=unknown, name=f"{eqn.primitive}_unknown"))
+    return known_eqn, unknown_eqn
+
+
+def _recompute(eqn, unknown_eqn):
+    """``eqn`` itself as the unknown part (everything recomputed from its operands, nothing
+    stored), its outputs that the known part already gives renamed apart."""
+    from functrax.core import Var
+    produced = set(unknown_eqn.outvars)
+    return eqn.replace(outvars=[v if v in produced else Var(v.aval) for v in eqn.outvars])
 
 
 def _rename(eqns, mapping):

@@ -31,7 +31,8 @@ from functrax.runtime.devices import (  # noqa: F401
 )
 # transforms and control flow (their rule modules fill the transforms' tables)
 from functrax.transforms import (  # noqa: F401
-    block_until_ready, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, disable_jit,
+    block_until_ready, checkpoint, checkpoint_policies, clear_caches, custom_jvp, custom_vjp,
+    disable_jit,
     grad, hessian, jacfwd, jacrev, jit, jvp, linear_transpose, linearize, remat,
     value_and_grad, vjp, vmap,
 )

@@ -25,13 +25,28 @@ class Config:
         self._defaults = {}
         self._watchers = []
         self._validators = {}
+        self._context_names = []
+        self._context = ()
 
-    def define(self, name: str, default, doc: str = "", validate=None):
-        """Add flag ``name``; ``validate(value)`` (optional) raises on a bad value."""
+    def define(self, name: str, default, doc: str = "", validate=None, trace_context=False):
+        """Add flag ``name``; ``validate(value)`` (optional) raises on a bad value. A
+        ``trace_context`` flag changes how functions trace or compile, so its value is part
+        of every compilation cache key (as JAX's trace context)."""
         self._defaults[name] = default
         self._values[name] = default
         if validate is not None:
             self._validators[name] = validate
+        if trace_context:
+            self._context_names.append(name)
+            self._refresh_context()
+
+    def _refresh_context(self):
+        self._context = tuple(self._values[n] for n in self._context_names)
+
+    def trace_context(self) -> tuple:
+        """The values of the trace-context flags: a new tuple object after each change of
+        one (compare with ``is``)."""
+        return self._context
 
     def update(self, name: str, value):
         """Set flag ``name`` (e.g. ``"enable_x64"``) to ``value``.
@@ -47,6 +62,8 @@ class Config:
         if validate is not None:
             validate(value)
         self._values[name] = value
+        if name in self._context_names:
+            self._refresh_context()
         for w in self._watchers:
             w(name, value)
 
@@ -62,7 +79,8 @@ class Config:
 
 config = Config()
 config.define("enable_x64", _env_bool("FUNCTRAX_ENABLE_X64", False),
-              "Enable 64-bit types (float64, int64) as JAX's jax_enable_x64 does.")
+              "Enable 64-bit types (float64, int64) as JAX's jax_enable_x64 does.",
+              trace_context=True)
 config.define("log_compiles", False, "Log every jit compilation with its reason and time.")
 config.define("debug_nans", False, "Raise when a primitive produces a NaN.")
 
@@ -76,4 +94,5 @@ def _check_dir_or_none(value):
 config.define("triton_dump_dir", os.environ.get("FUNCTRAX_TRITON_DUMP_DIR") or None,
               "A directory to which the Triton backend writes every kernel it builds (one "
               "<name>_<hash>.py per kernel and a manifest.json of their groups' equations); "
-              "None (the default) dumps nothing.", validate=_check_dir_or_none)
+              "None (the default) dumps nothing.", validate=_check_dir_or_none,
+              trace_context=True)

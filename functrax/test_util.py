@@ -147,13 +147,19 @@ def check_close(xs, ys, atol=None, rtol=None, err_msg=""):
 
 
 def _inner_prod(xs, ys):
-    total = 0.0
+    """The real inner product, summed in float64 and typed as the leaves are (as JAX's
+    ``vdot`` of float32 values is float32, so float32 tolerances apply to it)."""
+    total, dts = 0.0, []
     for x, y in zip(tree_flatten(xs)[0], tree_flatten(ys)[0]):
         if _is_float0(x) or _is_float0(y):
             continue
-        x, y = _np(x).astype(np.complex128), _np(y).astype(np.complex128)
+        x, y = _np(x), _np(y)
+        dts += [x.dtype, y.dtype]
+        x, y = x.astype(np.complex128), y.astype(np.complex128)
         total += float(np.real(np.dot(np.conj(x).reshape(-1), y.reshape(-1))))
-    return np.float64(total)
+    dt = np.result_type(*dts) if dts else np.dtype(np.float64)
+    return np.asarray(total, np.float64 if dt.kind not in "fc" else
+                      np.finfo(dt).dtype if dt.kind == "c" else dt)
 
 
 def _conj(tree):

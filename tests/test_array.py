@@ -236,3 +236,18 @@ def test_unpacked_elements_are_arrays_numpy_accepts():
     assert [np.asarray(r).shape for r in rows] == [(3,), (3,)]
     odd = functrax.core.Array._make(np.float32(2.5), functrax.core.get_aval(np.float32(2.5)))
     assert np.asarray(odd).shape == () and float(np.asarray(odd)) == 2.5
+
+
+def test_tracers_are_instances_of_array_as_in_jax():
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(x, Array))
+        return x * 2
+    functrax.jit(f)(1.0)
+    functrax.grad(f)(1.0)
+    functrax.vmap(f)(fnp.ones(2))
+    assert seen == [True, True, True]
+    assert isinstance(fnp.ones(2), Array) and not isinstance(np.ones(2), Array)
+    # a traced exponent is not taken for a concrete one
+    assert float(functrax.jit(lambda x, n: fnp.power(x, n))(2.0, fnp.array(3))) == 8.0

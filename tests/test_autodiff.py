@@ -238,6 +238,17 @@ def test_check_grads_detects_a_wrong_rule():
     check_grads(fnp.sin, (np.array([0.3, 1.1]),), order=2)
 
 
+def test_check_grads_accepts_float32_with_jax_tolerances_and_still_fails_wrong_rules():
+    rng = np.random.RandomState(0)
+    W, x = rng.randn(8, 8).astype(np.float32), rng.randn(4, 8).astype(np.float32)
+    check_grads(lambda W, x: fnp.sum(fnp.tanh(x @ W)), (W, x), order=2)
+    check_grads(fnp.log, (np.float32(3.0),), order=2)
+    wrong = functrax.custom_jvp(fnp.sin)
+    wrong.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0] * 1.02))
+    for mode in ("fwd", "rev"):
+        with pytest.raises(AssertionError):
+            check_grads(wrong, (np.float32(0.7),), order=1, modes=(mode,))
+
 def test_check_grads_restores_x64_flag_and_checks_in_float64():
     before = config.enable_x64
     seen = []
@@ -443,3 +454,28 @@ def test_non_differentiable_primitives_have_zero_tangents():
         np.testing.assert_array_equal(np.asarray(t), np.zeros(3))
     _, t = jvp(lambda v: fnp.argmax(v), (x,), (fnp.ones(3),))
     assert t.dtype == dtypes.float0
+
+
+def test_power_with_an_integer_exponent_keeps_it_integer():
+    # as in JAX: a float base with a traced integer exponent binds pow(f32, i32) unpromoted,
+    # and d/dx x ** 0 is exactly 0, also at x == 0 (x ** -1 there would give 0 * inf = nan)
+    f = lambda x, n: x ** n  # noqa: E731
+    assert str(make_jaxpr(f)(2.0, 3)) == (
+        "{ lambda ; a:f32[] b:i32[]. let c:f32[] = pow a b in (c,) }")
+    assert float(grad(functrax.jit(f))(0.0, 0)) == 0.0
+    assert float(grad(f)(0.0, 0)) == 0.0
+    assert float(grad(functrax.jit(f))(2.0, 3)) == 12.0
+    x = fnp.array([2.0, 0.0, 0.5, -2.0])
+    n = fnp.array([3, 0, -1, 2])
+    np.testing.assert_allclose(np.asarray(functrax.vmap(grad(f))(x, n)), [12.0, 0.0, -4.0, -4.0])
+    np.testing.assert_allclose(np.asarray(functrax.jit(f)(x, n)), [8.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(np.asarray(jacfwd(f)(x, n)), np.diag([12.0, 0.0, -4.0, -4.0]))
+    # a Python float base is a weak float32; the result is strong (the exponent is)
+    y = fnp.power(2.0, fnp.arange(3))
+    assert y.dtype == np.float32 and not y.weak_type
+    np.testing.assert_array_equal(np.asarray(y), [1.0, 2.0, 4.0])
+    # bases of other inexact dtypes keep their dtype
+    assert fnp.power(fnp.ones(2, fnp.bfloat16), fnp.arange(2)).dtype == fnp.bfloat16
+    assert fnp.power(fnp.ones(2, fnp.complex64), fnp.arange(2)).dtype == np.complex64
+    with pytest.raises(TypeError, match="pow does not accept dtype int32"):
+        lax.pow(fnp.arange(2), fnp.arange(2))

@@ -215,3 +215,66 @@ def test_custom_rules_are_honoured_under_jit():
     np.testing.assert_allclose(np.asarray(gs), [1.0, 1.0, 1.0])
     closed = fx.make_jaxpr(fx.grad(fx.jit(f)))(2.0)
     fx.check_jaxpr(closed)
+
+
+def _branchy_custom_jvp(calls):
+    @fx.custom_jvp
+    def f(x):
+        calls.append("f")
+        return fnp.sin(x) if x > 0 else x  # a Python branch: needs a concrete x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        calls.append("rule")
+        return (fnp.sin(x), fnp.cos(x) * t) if x > 0 else (x, t)
+    return f
+
+
+def test_custom_jvp_outside_jit_sees_concrete_values_and_runs_only_what_jax_runs():
+    calls = []
+    f = _branchy_custom_jvp(calls)
+    assert float(f(1.0)) == pytest.approx(np.sin(1.0)) and calls == ["f"]
+    calls.clear()
+    assert float(fx.grad(f)(1.0)) == pytest.approx(np.cos(1.0)) and calls == ["rule"]
+    calls.clear()
+    y, t = fx.jvp(f, (-1.0,), (3.0,))
+    assert (float(y), float(t)) == (-1.0, 3.0) and calls == ["rule"]
+    assert float(fx.grad(fx.grad(f))(1.0)) == pytest.approx(-np.sin(1.0))
+    # under jit the function is traced (its branch then needs lax.cond, as in JAX)
+    with pytest.raises(fx.errors.TracerBoolConversionError):
+        fx.jit(f)(1.0)
+
+
+def test_custom_functions_called_directly_return_what_the_function_returns():
+    g = fx.custom_jvp(lambda x: 2.0)
+    g.defjvp(lambda p, t: (2.0, 0.0))
+    assert type(g(1.0)) is float
+    h = fx.custom_vjp(lambda x: 3.0)
+    h.defvjp(lambda x: (3.0, None), lambda _, ct: (ct,))
+    assert type(h(1.0)) is float
+
+
+def test_custom_vjp_under_grad_runs_fwd_not_the_function():
+    calls = []
+
+    @fx.custom_vjp
+    def f(x):
+        calls.append("f")
+        return x if x > 0 else -x
+
+    def fwd(x):
+        calls.append("fwd")
+        return (x if x > 0 else -x), x
+
+    f.defvjp(fwd, lambda x, g: (g * fnp.sign(x) * 10.0,))
+    assert float(fx.grad(f)(-2.0)) == -10.0 and calls == ["fwd"]
+
+
+def test_grad_of_checkpointed_scan_closing_over_the_differentiated_value():
+    def f(x):
+        body = fx.checkpoint(lambda c, _: (c * x, None))
+        return fx.lax.scan(body, 1.0, None, length=3)[0]  # x ** 3
+    assert float(fx.grad(f)(2.0)) == pytest.approx(12.0)
+    assert float(fx.jit(fx.grad(f))(2.0)) == pytest.approx(12.0)
+    assert float(fx.grad(fx.checkpoint(f))(2.0)) == pytest.approx(12.0)

@@ -97,18 +97,19 @@ def test_traced_out_of_bound_indices_clamp(i, expected):
     check(out, XN[0, [expected, 1], 0])
 
 
-def test_static_out_of_bound_int_raises():
+def test_static_out_of_bound_int_is_clamped_as_in_jax():
+    # retrieval clamps (something must be returned): JAX's gather semantics, also for
+    # static Python ints; negative indices wrap once first
     x = fnp.asarray(XN)
-    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
-        x[0, 3]
-    with pytest.raises(IndexError, match="index -3 is out of bounds for axis 0 with size 2"):
-        x[-3]
-    with pytest.raises(IndexError, match="out of bounds"):
-        functrax.make_jaxpr(lambda x: x[:, :, 4])(x)
-    with pytest.raises(IndexError, match="out of bounds"):
-        x[5, fnp.asarray([0, 1])]
-    # .at[].get() follows JAX: clamp
+    check(x[0, 3], XN[0, 2])
+    check(x[-3], XN[0])
+    check(x[7], XN[-1])
+    check(functrax.jit(lambda x: x[:, :, 4])(x), XN[:, :, -1])
+    check(x[5, fnp.asarray([0, 1])], XN[-1, [0, 1]])
     check(x.at[0, 3].get(), XN[0, 2])
+    assert "gather" in str(functrax.make_jaxpr(lambda x: x[7])(x))
+    with pytest.raises(IndexError, match="size 0"):
+        fnp.zeros((0, 2))[1]
 
 
 # --- advanced indexing ---

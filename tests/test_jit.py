@@ -201,6 +201,47 @@ def test_cache_keys_on_shapes_and_static_values():
     assert f._cache_size() == 3
 
 
+def test_separate_jit_wrappers_of_one_function_share_its_traces():
+    traces = []
+
+    def f(x, n):
+        traces.append(n)
+        return x * n
+    x = fnp.ones(3)
+    assert_close(jit(f, static_argnums=1)(x, 2), [2.0] * 3)
+    assert_close(jit(f, static_argnums=1)(x, 2), [2.0] * 3)  # a new wrapper: no new trace
+    assert traces == [2]
+    jit(f, static_argnums=1)(x, 3)  # a new static value traces again
+    jit(f)(x, 2)  # other options (n traced): their own traces
+    assert len(traces) == 3 and type(traces[-1]) is not int
+    # a different function with the same code is not shared
+    jit(lambda x, n: traces.append(n) or x * n, static_argnums=1)(x, 2)
+    assert len(traces) == 4
+
+
+def test_clear_caches_and_trace_context_flags_trace_again(tmp_path):
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return x + 1
+    g = jit(f)
+    g(fnp.ones(2))
+    g(fnp.ones(2))
+    assert len(traces) == 1
+    functrax.clear_caches()
+    g(fnp.ones(2))
+    assert len(traces) == 2
+    try:  # a flag of the trace context (as JAX's): its own traces
+        config.update("triton_dump_dir", str(tmp_path))
+        g(fnp.ones(2))
+        assert len(traces) == 3
+    finally:
+        config.update("triton_dump_dir", None)
+    g(fnp.ones(2))  # the first context's traces are still there
+    assert len(traces) == 3
+
+
 def test_weak_typed_scalars_do_not_recompile_but_strong_arrays_do():
     f = jit(lambda x, y: x * y)
     x = fnp.ones(3)

@@ -277,7 +277,20 @@ def _chi2_test(name, x, pmf, support):
     assert stat < df + Z * math.sqrt(2 * df), (name, stat, df)
 
 
+def _uniform_pmf(lo, hi):
+    return lambda k: np.full(len(k), 1.0 / (hi - lo))
+
+
 DISCRETE = {
+    # narrow integer types: the modular reduction must not wrap (a 2x bias if it does)
+    "randint_uint8_0_200": (lambda k: random.randint(k, (N,), 0, 200, np.uint8),
+                            _uniform_pmf(0, 200), range(0, 200)),
+    "randint_int8_-100_100": (lambda k: random.randint(k, (N,), -100, 100, np.int8),
+                              _uniform_pmf(-100, 100), range(-100, 100)),
+    "randint_int16_0_250": (lambda k: random.randint(k, (N,), 0, 250, np.int16),
+                            _uniform_pmf(0, 250), range(0, 250)),
+    "randint_int32_0_200": (lambda k: random.randint(k, (N,), 0, 200),
+                            _uniform_pmf(0, 200), range(0, 200)),
     "poisson_3": (lambda k: random.poisson(k, 3.0, (N,)), _poisson_pmf(3.0), range(0, 20)),
     "poisson_30": (lambda k: random.poisson(k, 30.0, (N,)), _poisson_pmf(30.0), range(5, 70)),
     "binomial_20_0.3": (lambda k: random.binomial(k, 20, 0.3, (N,)), _binom_pmf(20, 0.3),

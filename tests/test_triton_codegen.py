@@ -158,6 +158,8 @@ def _lax_programs():
                     "ge")],
         ("atan2", lambda y, x: lax.atan2(y, x), POW_GRID),
         ("pow", lambda x, y: lax.pow(x, y), POW_GRID, 3e-6),
+        ("pow_int_exponent", bcast(lax.pow),
+         (POW_X[:, None], np.array([0, 1, 2, 3, -1, -2, 7, -7], I32)), 3e-6),
         ("select_bool", lambda c, x, y: lax.select_n(c, x, y), (SPECIAL > 0, SPECIAL, -SPECIAL)),
         ("select_int", lambda c, x, y, z: lax.select_n(c, x, y, z),
          (np.array([[0, 1, 2, 5, -1, 1, 0]], I32), SPECIAL[:1], -SPECIAL[:1], SPECIAL[1:2])),

@@ -341,7 +341,8 @@ def test_fresh_jit_function_reuses_the_cached_kernels(fresh_cache):
     functrax.jit(two_parts, backend="triton")(x, y)
     mtimes = {p: os.stat(os.path.join(fresh_cache.directory, p)).st_mtime_ns
               for p in os.listdir(fresh_cache.directory)}
-    g = functrax.jit(two_parts, backend="triton")  # a new trace and a new program ...
+    # another function (jit(two_parts) again would share the first one's trace, as in JAX):
+    g = functrax.jit(lambda x, y: two_parts(x, y), backend="triton")  # a new program ...
     out = g(x, y)
     # ... whose kernels come from the in-memory cache: nothing written or imported
     assert fresh_cache.stats == {"writes": 2, "imports": 2, "hits": 2}
@@ -357,6 +358,7 @@ def test_a_new_process_reuses_the_files_on_disk(fresh_cache, monkeypatch):
     # a second cache on the same directory stands for a new process in this one ...
     second = tcache.KernelCache(fresh_cache.directory)
     monkeypatch.setattr(tcache, "_DEFAULT", second)
+    functrax.clear_caches()  # ... which has traced nothing yet
     out = functrax.jit(two_parts, backend="triton")(x, y)
     assert second.stats == {"writes": 0, "imports": 2, "hits": 0}  # import, never rewrite
     assert sorted(os.listdir(fresh_cache.directory)) == files

@@ -40,12 +40,14 @@ def normal_from(rng):
 
 @pytest.fixture(autouse=True)
 def fresh_cache(tmp_path, monkeypatch):
-    """A kernel cache of this test's own (directory and imported modules).
+    """A kernel cache of this test's own (directory and imported modules), and no jit traces
+    of earlier tests (whose executables hold kernels of their caches).
 
     Autouse in every module that binds it: ``fresh_cache = triton_harness.fresh_cache``.
     """
     cache = tcache.KernelCache(str(tmp_path / "kernels"))
     monkeypatch.setattr(tcache, "_DEFAULT", cache)
+    functrax.clear_caches()
     return cache
 
 

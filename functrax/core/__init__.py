@@ -20,7 +20,7 @@ from functrax.core.jaxpr import (  # noqa: F401
     ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr, jaxpr_as_fun, sub_jaxprs,
 )
 from functrax.core.device import Device  # noqa: F401
-from functrax.core.array import Array, to_numpy_value  # noqa: F401
+from functrax.core.array import Array, is_concrete_array, to_numpy_value  # noqa: F401
 from functrax.core.trace import (  # noqa: F401
     EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
     abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,

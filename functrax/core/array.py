@@ -13,7 +13,28 @@ IMMUTABLE_MSG = ("'{}' object does not support item assignment. functrax arrays 
                   "method (add, multiply, min, max).")
 
 
-class Array:
+class _ArrayMeta(type):
+    """``isinstance(x, Array)`` also holds for the tracers standing in for arrays (registered
+    by the trace module), as ``isinstance(tracer, jax.Array)`` does in JAX. Code that needs a
+    concrete array tests ``is_concrete_array``."""
+
+    _virtual: tuple = ()
+
+    def __instancecheck__(cls, x):
+        return type.__instancecheck__(cls, x) or (
+            cls is Array and isinstance(x, _ArrayMeta._virtual))
+
+    def register_virtual(cls, subclass):
+        _ArrayMeta._virtual = (*_ArrayMeta._virtual, subclass)
+        return subclass
+
+
+def is_concrete_array(x) -> bool:
+    """Whether ``x`` is an eager ``Array`` (holding a value), not a tracer."""
+    return type.__instancecheck__(Array, x)
+
+
+class Array(metaclass=_ArrayMeta):
     """An eager, immutable array (a numpy buffer on CPU).
 
     >>> import functrax.numpy as fnp

@@ -196,6 +196,9 @@ class Tracer:
         return f"Traced<{self.aval.str_short(short_dtypes=False)}>with<{self._trace.describe()}>"
 
 
+Array.register_virtual(Tracer)  # isinstance(tracer, Array), as in JAX
+
+
 def as_array(x):
     """``x`` as an array: Arrays and tracers as they are, numpy values and Python scalars as
     an ``Array`` (Python numbers weakly typed, as ``functrax.numpy.asarray`` makes them)."""

@@ -51,3 +51,16 @@ from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan
 from functrax.lax import linalg
+
+
+def _export_primitives():
+    """The primitive objects, public as JAX's are: ``lax.exp_p`` is the primitive found in a
+    jaxpr (the linear-algebra ones are in ``lax.linalg``), so custom interpreters work."""
+    from functrax import primitives
+    from functrax.core import Primitive
+    in_linalg = {n for n in dir(linalg) if n.endswith("_p")}
+    return {n: v for n, v in vars(primitives).items()
+            if n.endswith("_p") and isinstance(v, Primitive) and n not in in_linalg}
+
+
+globals().update(_export_primitives())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import core
-from functrax.numpy import reductions, selection, shape_ops, ufuncs
+from functrax.numpy import creation, reductions, selection, shape_ops, ufuncs
 
 
 def _defer(binary):
@@ -61,6 +61,7 @@ _METHODS = {
     "cumprod": reductions.cumprod, "reshape": _reshape_method, "transpose": _transpose_method,
     "ravel": shape_ops.ravel, "flatten": shape_ops.ravel, "squeeze": shape_ops.squeeze,
     "swapaxes": shape_ops.swapaxes, "astype": _astype, "clip": selection.clip,
+    "copy": creation.copy,
     "round": ufuncs.round, "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate,
     "real": property(ufuncs.real), "imag": property(ufuncs.imag),
     "T": property(lambda self: shape_ops.transpose(self)),

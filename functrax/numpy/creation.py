@@ -111,6 +111,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     dtype = _dtype(dtype)
     if isinstance(object, (Array, Tracer)):
         out = object if dtype is None else lax.convert_element_type(object, dtype)
+        if copy and out is object and core.is_concrete_array(object):
+            # a buffer of its own: donating ``object`` later must not invalidate the copy
+            out = lax.copy_p.bind(object)
     elif type(object) in _SCALARS:
         dt = dtype or dtypes.python_scalar_dtype(object)
         out = Array(np.asarray(object, dt), weak_type=dtype is None and type(object) is not bool)
@@ -134,6 +137,15 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     if ndmin > nd:
         out = lax.expand_dims(out, tuple(range(ndmin - nd)))
     return out
+
+
+def copy(a, order=None):
+    """A copy of ``a`` with a buffer of its own (``array(a, copy=True)``).
+
+    >>> copy(array([1.0, 2.0]))
+    Array([1., 2.], dtype=float32)
+    """
+    return array(a, copy=True, order=order)
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
@@ -410,6 +422,6 @@ def triu(m, k=0):
 
 
 __all__ = [
-    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like", "identity",
-    "linspace", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
+    "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
+    "identity", "linspace", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
 ]

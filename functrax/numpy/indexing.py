@@ -55,10 +55,10 @@ def concrete_value(x):
     """The numpy value of a concrete array (Array, numpy, or a tracer that knows it), else None."""
     if isinstance(x, np.ndarray):
         return x
-    if isinstance(x, Array):
-        return np.asarray(x)
     if isinstance(x, Tracer):
         return x.to_concrete_value()
+    if isinstance(x, Array):
+        return np.asarray(x)
     return np.asarray(x)
 
 
@@ -214,19 +214,6 @@ def _parse_index(shape, idx) -> _Parsed:
             new_shape.append(next(src))
             axis += 1
     return _Parsed(tuple(entries), tuple(new_shape), advanced, contiguous, tuple(bool_axes))
-
-
-def _check_static_bounds(p: _Parsed):
-    """numpy's IndexError for a static int index out of bounds (``x[...]`` only)."""
-    axis = 0
-    for e in p.entries:
-        if e is None:
-            continue
-        if isinstance(e, int):
-            n = p.shape[axis]
-            if not -n <= e < n:
-                raise IndexError(f"index {e} is out of bounds for axis {axis} with size {n}")
-        axis += 1
 
 
 # --- index normalization ---
@@ -456,15 +443,13 @@ def _static_fill_value(fill_value):
 
 
 def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                    fill_value=None, strict=False):
+                    fill_value=None):
     """``arr[idx]``: static slicing when it can, else one gather (JAX's ``rewriting_take``)."""
     arr = asarray_operand(arr)
     if mode is not None:
         GatherScatterMode.from_any(mode)  # validates
     p = _parse_index(_aval(arr).shape, idx)
-    if strict:
-        _check_static_bounds(p)
-    if _static_ok(p, mode):
+    if _static_ok(p, mode):  # an out-of-bounds static index is clamped by the gather (JAX)
         return _static_take(arr, p)
     fill_value = _static_fill_value(fill_value)
     y = lax.expand_dims(arr, p.bool_axes) if p.bool_axes else arr
@@ -495,7 +480,7 @@ def _getitem(self, idx):
     Array([[0, 2],
            [3, 5]], dtype=int32)
     """
-    return _rewriting_take(self, idx, strict=True)
+    return _rewriting_take(self, idx)
 
 
 _SCATTERS = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,

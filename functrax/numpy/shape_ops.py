@@ -31,7 +31,8 @@ def _index_tuple(x, fun_name, argname):
     if type(x) is tuple and all(type(i) is int for i in x):
         return x
     x = static_value(x, fun_name, argname)
-    seq = list(np.asarray(x).ravel()) if isinstance(x, (list, np.ndarray, core.Array)) else [x]
+    many = isinstance(x, (list, np.ndarray)) or core.is_concrete_array(x)
+    seq = list(np.asarray(x).ravel()) if many else [x]
     try:
         return tuple(operator.index(i) for i in seq)
     except TypeError:

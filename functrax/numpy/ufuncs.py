@@ -21,7 +21,7 @@ from functrax.core import Array, Tracer
 from functrax.numpy.promotion import (
     broadcast_shapes_named, broadcast_to_shape, check_arraylike,
     promote_args, promote_args_inexact, promote_args_numeric, promote_dtypes,
-    promote_dtypes_inexact, promote_dtypes_numeric, shape_of,
+    promote_dtypes_inexact, promote_dtypes_numeric, promote_shapes, shape_of,
 )
 
 _SCALARS = (bool, int, float, complex)
@@ -575,8 +575,9 @@ def _static_int(x1, x2):
     the result dtype (so that eager and traced calls agree), else None."""
     if type(x2) in (int, bool):
         return int(x2)
-    if isinstance(x2, (np.ndarray, np.generic, Array)) and np.ndim(x2) == 0 and \
-            _kind(x2) in "iu" and dtypes.result_type(x1, x2) == _dtype(x1):
+    concrete = isinstance(x2, (np.ndarray, np.generic)) or core.is_concrete_array(x2)
+    if concrete and np.ndim(x2) == 0 and _kind(x2) in "iu" and \
+            dtypes.result_type(x1, x2) == _dtype(x1):
         return int(x2)
     return None
 
@@ -593,6 +594,12 @@ def power(x1, x2, /):
     if n is not None:
         x1, = promote_dtypes_numeric(x1)
         return lax.integer_pow(x1, n)
+    if _kind(x1) in "fc" and _kind(x2) in "iu":
+        # an inexact base with an integer exponent: no promotion, as in JAX (whose derivative
+        # at an exponent of 0 is exactly 0, also at a base of 0)
+        (x1,), (x2,) = promote_dtypes_numeric(x1), promote_dtypes_numeric(x2)
+        x1 = _weak_scalar(x1) if type(x1) in _SCALARS else x1
+        return lax.pow(*promote_shapes("power", x1, x2))
     x1, x2 = _N("power", x1, x2)
     if _kind(x1) in "iu":
         return _pow_int_int(*_broadcast_all("power", x1, x2))

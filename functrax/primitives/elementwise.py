@@ -1,8 +1,9 @@
 """Elementwise primitives: unary and binary math, comparisons, logic, select, convert.
 
 Operands of n-ary ops have equal dtypes and equal shapes, except that a rank-0 operand may
-stand beside arrays (JAX's scalar promotion: ``add d 2.0:f32[]``). The result is weakly
-typed only when every operand is.
+stand beside arrays (JAX's scalar promotion: ``add d 2.0:f32[]``), and ``pow`` takes an
+integer exponent beside any inexact base (as ``lax.pow`` does). The result is weakly typed
+only when every operand is.
 """
 from __future__ import annotations
 
@@ -138,6 +139,17 @@ lt_p = binop("lt", ANY, out_dtype=_to_bool)
 le_p = binop("le", ANY, out_dtype=_to_bool)
 gt_p = binop("gt", ANY, out_dtype=_to_bool)
 ge_p = binop("ge", ANY, out_dtype=_to_bool)
+
+
+@pow_p.def_abstract_eval
+def _pow_abstract_eval(x, y):
+    # as in JAX, an integer exponent keeps its dtype (the derivative at y == 0 is exactly 0);
+    # otherwise both operands have the base's dtype
+    check_dtype("pow", x.dtype, INEXACT)
+    if not np.issubdtype(y.dtype, np.integer):
+        _same_dtype("pow", (x, y))
+    shape = _nary_shape("pow", (x, y))
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
 # --- parameterized and n-ary ---
 integer_pow_p = new_primitive("integer_pow", family=Family.ELEMENTWISE)

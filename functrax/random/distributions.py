@@ -275,7 +275,8 @@ def _int_bound(x, shape):
 
 def randint(key, shape, minval, maxval, dtype=int):
     """Uniform integers in ``[minval, maxval)`` (JAX's method: two words of random bits
-    reduced modulo the span, so the bias is negligible).
+    reduced modulo the span, so the bias is negligible; for 8- and 16-bit dtypes computed in
+    32 bits, where it cannot wrap).
 
     Args:
       key: a PRNG key.
@@ -313,9 +314,18 @@ def randint(key, shape, minval, maxval, dtype=int):
     # maxval beyond dtype's range: the span is one larger (wrapping to 0 keeps all bits)
     span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
                       lax.add(span, one), span)
-    # (hi * 2**nbits + lo) % span, with 2**nbits % span computed without overflow
-    multiplier = lax.rem(np.asarray(2 ** (nbits // 2), udt), span)
-    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    if nbits < 32:
+        # 8 and 16 bits: the arithmetic in uint32, where (hi % span) * (2**nbits % span)
+        # cannot wrap (in the narrow type it does, and the result is ~2x biased); the same
+        # values as 32-bit arithmetic wherever that does not wrap
+        w = np.dtype(np.uint32)
+        higher_bits, lower_bits, span = (lax.convert_element_type(v, w)
+                                         for v in (higher_bits, lower_bits, span))
+        multiplier = lax.rem(np.asarray(2 ** nbits, w), span)
+    else:
+        # (hi * 2**nbits + lo) % span, with 2**nbits % span computed without overflow
+        multiplier = lax.rem(np.asarray(2 ** (nbits // 2), udt), span)
+        multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
     offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
                      lax.rem(lower_bits, span))
     offset = lax.rem(offset, span)

@@ -372,7 +372,7 @@ def _host_value(x, fn):
         raise TypeError(f"{fn} takes concrete arrays, got a traced value {x!r}; call it "
                         "outside of transformed functions")
     aval = core.get_aval(x)
-    return core.to_numpy_value(x, aval) if not isinstance(x, Array) else np.asarray(x), aval
+    return core.to_numpy_value(x, aval) if not core.is_concrete_array(x) else np.asarray(x), aval
 
 
 def device_put_sharded(shards, devices):

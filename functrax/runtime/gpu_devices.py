@@ -166,12 +166,12 @@ def put_leaf(x, device):
         if type(x) is GpuArray and x._device == device:
             return x
         aval = core.get_aval(x)
-        host = np.asarray(x._value if isinstance(x, Array) else core.to_numpy_value(x, aval))
+        host = np.asarray(x._value if core.is_concrete_array(x) else core.to_numpy_value(x, aval))
         buf = gpu_hooks.buffer_class().from_numpy(host, device.id)
         return GpuArray._wrap(buf, aval, device)
     if type(x) is GpuArray:
         return Array._make(x._value, x.aval)
-    if isinstance(x, Array):
+    if core.is_concrete_array(x):
         return x
     aval = core.get_aval(x)
     return Array._make(np.array(x, aval.dtype, copy=True), aval)  # no alias of a numpy input

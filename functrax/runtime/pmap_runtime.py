@@ -311,7 +311,7 @@ def device_error(need, have) -> ValueError:
 def host_value(x) -> np.ndarray:
     """``x`` (an ``Array`` or an array-like) as a host numpy array, to be split over
     replicas (an ``Array``'s own buffer: no copy)."""
-    if isinstance(x, core.Array):
+    if core.is_concrete_array(x):
         return x._value
     return np.asarray(x, core.get_aval(x).dtype)
 

@@ -174,6 +174,14 @@ defjvp(P.integer_pow_p, _integer_pow_jvp)
 
 
 def _pow_jvp_lhs(g, ans, x, y):
+    if np.issubdtype(operand_aval(y).dtype, np.integer):
+        # y * x ** (y - 1), exactly 0 where y == 0 (also at x == 0, as in JAX)
+        shape = _out_shape(x, y)
+        x = _maybe_broadcast(shape, x)
+        y = _maybe_broadcast(shape, P.convert_element_type(y, operand_aval(x).dtype))
+        jac = P.select(P.eq(y, _const(y, 0)), _zeros(y),
+                       P.mul(_replace_zero(y), P.pow(x, P.sub(y, _ones(y)))))
+        return P.mul(g, jac)
     return P.mul(g, P.mul(y, P.pow(x, P.sub(y, _ones(y)))))
 
 

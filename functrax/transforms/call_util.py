@@ -85,7 +85,7 @@ def cached_trace(funs, key, make, consts_of):
     """
     if core.current_trace() is not core.EVAL_TRACE:
         return make()
-    full_key = (key, config.enable_x64, config.disable_jit)  # flags that change traces
+    full_key = (key, config.trace_context(), config.disable_jit)  # flags that change traces
     try:
         node = _trace_cache
         for f in funs:
@@ -105,3 +105,9 @@ def cached_trace(funs, key, make, consts_of):
         node.results.pop(next(iter(node.results)))
     node.results[full_key] = result
     return result
+
+
+def clear_trace_cache():
+    """Forget every memoized trace (``functrax.clear_caches``)."""
+    _trace_cache.next.clear()
+    _trace_cache.results.clear()

@@ -4,6 +4,12 @@ A call binds a higher-order primitive holding the traced function (``call_jaxpr`
 user's rule as a parameter; every transform has a rule for it: evaluation and staging use
 ``call_jaxpr``, the JVP rule calls the user's rule. For ``custom_vjp`` the JVP rule runs
 ``fwd`` and emits ``custom_lin``, a linear primitive whose transpose calls ``bwd``.
+
+As in JAX, three traces handle a call without tracing the function (``_direct_call``): the
+bottom (eager) trace calls the function itself on the concrete arguments, the JVP trace calls
+only the rule (on its primals, under its parent trace), and a linearization trace forwards a
+call whose inputs are all known to its parent. So outside ``jit`` the function and the rules
+see concrete values (a Python ``if x > 0`` works) and the function is not run by ``grad``.
 """
 from __future__ import annotations
 
@@ -15,9 +21,10 @@ from functrax import primitives as P
 from functrax.primitives.calls import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from functrax.core.tracing import fun_name
 from functrax.transforms.call_util import trace_subjaxpr
-from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
+from functrax.transforms.jvp import JVPTrace, Zero, instantiate, jvp_rules, tangent_aval
+from functrax.transforms.partial_eval import PartialEvalTrace
 from functrax.transforms.transpose import is_undefined, transpose_rules
-from functrax.tree_util import tree_flatten, tree_unflatten
+from functrax.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
 
 
@@ -48,6 +55,33 @@ class _CustomBase:
         it = iter(diff)
         n = len(nondiff) + len(diff)
         return [nondiff[i] if i in nondiff else next(it) for i in range(n)]
+
+    def _direct_call(self, args, jvp_call):
+        """The result when the current trace handles this call without tracing the function,
+        else None (see the module docstring)."""
+        trace = core.current_trace()
+        kind = type(trace)
+        if kind is core.EvalTrace:
+            return (self.fun(*args),)
+        if kind is PartialEvalTrace and not any(trace.is_unknown(x) for x in tree_leaves(args)):
+            with core.set_current_trace(trace.parent):
+                return (self(*args),)
+        if kind is JVPTrace:
+            nondiff, diff = self._split(args)
+            if any(isinstance(x, core.Tracer) and x._trace is trace
+                   for x in tree_leaves(list(nondiff.values()))):
+                return None  # staged: a differentiated non-differentiable argument is an error
+            flat, in_tree = tree_flatten(diff)
+            pairs = [trace.lift(x) for x in flat]
+            if all(type(t) is Zero for _, t in pairs):
+                with core.set_current_trace(trace.parent):
+                    return (self(*self._merge(nondiff, tree_unflatten(
+                        in_tree, [p for p, _ in pairs]))),)
+            nd_vals = [nondiff[i] for i in sorted(nondiff)]
+            with core.set_current_trace(trace.parent):
+                outs, t_outs, out_tree = jvp_call(nd_vals, in_tree, pairs)
+            return (tree_unflatten(out_tree, [trace.pure(o, t) for o, t in zip(outs, t_outs)]),)
+        return None
 
     def _trace(self, args, kwargs):
         args = _resolve_args(self.fun, args, kwargs)
@@ -101,43 +135,65 @@ class custom_jvp(_CustomBase):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {fun_name(self.fun)} "
                                  "using defjvp.")
-        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, kwargs)
-        rule = self.jvp
+        args = _resolve_args(self.fun, args, kwargs)
+        direct = self._direct_call(args, self._jvp_direct)
+        if direct is not None:
+            return direct[0]
+        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, {})
         nd_vals = [nondiff[i] for i in sorted(nondiff)]
 
         def flat_jvp(primals, tangents):
-            p = tree_unflatten(in_tree, list(primals))
-            t = tree_unflatten(in_tree, list(tangents))
-            res = rule(*nd_vals, tuple(p), tuple(t))
-            if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
-                                f"{fun_name(self.fun)} must produce a pair (list or tuple of "
-                                f"length two) representing primal and tangent outputs, got "
-                                f"{res!r}")
-            out, t_out = res
-            out_l, o_tree = tree_flatten(out)
-            t_l, t_tree = tree_flatten(t_out)
-            if o_tree != out_tree or t_tree != out_tree:
-                raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
-                                f"{fun_name(self.fun)} must produce primal and tangent outputs "
-                                f"with the structure of the function's output {out_tree}, got "
-                                f"primal {o_tree} and tangent {t_tree}")
-            _check_types(self.fun, rule, out_l, t_l, closed.out_avals)
+            out_l, t_l, _ = self._run_rule(nd_vals, in_tree, primals, tangents, out_tree,
+                                           closed.out_avals)
             return out_l, t_l
-        flat_jvp.__name__ = fun_name(rule)
+        flat_jvp.__name__ = fun_name(self.jvp)
         outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=flat_jvp,
                                       num_consts=len(consts), symbolic_zeros=self.symbolic_zeros,
                                       name=fun_name(self.fun))
         return tree_unflatten(out_tree, outs)
 
+    def _run_rule(self, nd_vals, in_tree, primals, tangents, out_tree=None, out_avals=None):
+        """The rule on flat primals and tangents, checked: (outs, tangent outs, out tree).
+        The function's output tree and types are checked when it was traced (given)."""
+        rule = self.jvp
+        p = tree_unflatten(in_tree, list(primals))
+        t = tree_unflatten(in_tree, list(tangents))
+        res = rule(*nd_vals, tuple(p), tuple(t))
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
+                            f"{fun_name(self.fun)} must produce a pair (list or tuple of "
+                            f"length two) representing primal and tangent outputs, got "
+                            f"{res!r}")
+        out, t_out = res
+        out_l, o_tree = tree_flatten(out)
+        t_l, t_tree = tree_flatten(t_out)
+        want = o_tree if out_tree is None else out_tree
+        if o_tree != want or t_tree != want:
+            what = "the function's output" if out_tree is not None else "its primal output"
+            raise TypeError(f"Custom JVP rule {fun_name(rule)} for function "
+                            f"{fun_name(self.fun)} must produce primal and tangent outputs "
+                            f"with the structure of {what} {want}, got "
+                            f"primal {o_tree} and tangent {t_tree}")
+        _check_types(self.fun, rule, out_l, t_l, out_avals)
+        return out_l, t_l, want
+
+    def _jvp_direct(self, nd_vals, in_tree, pairs):
+        primals = [p for p, _ in pairs]
+        ts = [t if self.symbolic_zeros else instantiate(t) for _, t in pairs]
+        return self._run_rule(nd_vals, in_tree, primals, ts)
+
 
 def _check_types(fun, rule, outs, t_outs, avals):
-    for o, t, a in zip(outs, t_outs, avals):
-        oa, ta = core.get_aval(o), core.get_aval(t)
+    for i, (o, t) in enumerate(zip(outs, t_outs)):
+        oa = core.get_aval(o)
+        a = oa if avals is None else avals[i]
         if oa.shape != a.shape or oa.dtype != a.dtype:
             raise TypeError(f"Custom JVP rule {fun_name(rule)} for function {fun_name(fun)} "
                             f"must produce primal outputs of the function's output types; "
                             f"expected {a.str_short()}, got {oa.str_short()}")
+        if type(t) is Zero:
+            continue
+        ta = core.get_aval(t)
         want = tangent_aval(a)
         if ta.shape != want.shape:
             raise TypeError(f"Custom JVP rule {fun_name(rule)} for function {fun_name(fun)} "
@@ -202,8 +258,22 @@ class custom_vjp(_CustomBase):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {fun_name(self.fun)} "
                                  "using defvjp.")
-        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, kwargs)
+        args = _resolve_args(self.fun, args, kwargs)
+        direct = self._direct_call(args, self._jvp_direct)
+        if direct is not None:
+            return direct[0]
+        nondiff, closed, consts, flat, in_tree, out_tree = self._trace(args, {})
         nd_vals = [nondiff[i] for i in sorted(nondiff)]
+        flat_fwd, flat_bwd = self._flat_rules(nd_vals, in_tree, flat, [out_tree])
+        outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts),
+                                      symbolic_zeros=self.symbolic_zeros,
+                                      name=fun_name(self.fun))
+        return tree_unflatten(out_tree, outs)
+
+    def _flat_rules(self, nd_vals, in_tree, flat, out_tree_box):
+        """``fwd`` and ``bwd`` on flat values, checked. ``out_tree_box`` holds the function's
+        output tree, or None (when it was not traced): then ``fwd``'s output sets it."""
         fwd, bwd, name = self.fwd, self.bwd, fun_name(self.fun)
         in_avals = [core.get_aval(x) for x in flat]
 
@@ -214,16 +284,18 @@ class custom_vjp(_CustomBase):
                                 f"return a pair (output, residuals), got {type(res).__name__}")
             out, residuals = res
             out_l, o_tree = tree_flatten(out)
-            if o_tree != out_tree:
+            if out_tree_box[0] is None:
+                out_tree_box[0] = o_tree
+            elif o_tree != out_tree_box[0]:
                 raise TypeError(f"Custom VJP fwd rule {fun_name(fwd)} for function {name} must "
                                 f"produce an output with the structure of the function's output"
-                                f" {out_tree}, got {o_tree}")
+                                f" {out_tree_box[0]}, got {o_tree}")
             res_l, res_tree = tree_flatten(residuals)
             return out_l, res_l, res_tree
 
         def flat_bwd(res_tree, res_l, cts):
             cts_in = bwd(*nd_vals, tree_unflatten(res_tree, list(res_l)),
-                         tree_unflatten(out_tree, list(cts)))
+                         tree_unflatten(out_tree_box[0], list(cts)))
             n_diff = len(tree_unflatten(in_tree, [None] * in_tree.num_leaves))
             if not isinstance(cts_in, tuple) or len(cts_in) != n_diff:
                 got = (f"a tuple of length {len(cts_in)}" if isinstance(cts_in, tuple)
@@ -239,10 +311,15 @@ class custom_vjp(_CustomBase):
                                      f"for an input of shape {a.shape}")
             return ct_l
 
-        outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(consts),
-                                      symbolic_zeros=self.symbolic_zeros, name=name)
-        return tree_unflatten(out_tree, outs)
+        return flat_fwd, flat_bwd
+
+    def _jvp_direct(self, nd_vals, in_tree, pairs):
+        primals = [p for p, _ in pairs]
+        box = [None]
+        flat_fwd, flat_bwd = self._flat_rules(nd_vals, in_tree, primals, box)
+        outs, t_outs = _vjp_lin(flat_fwd, flat_bwd, primals, [t for _, t in pairs],
+                                fun_name(self.fun))
+        return outs, t_outs, box[0]
 
 
 def _flatten_cts(cts_in, in_tree, bwd, name):
@@ -267,8 +344,13 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
                          name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         _closure_tangent_error("custom_vjp", name)
-    outs, res_l, res_tree = fwd(*primals[num_consts:])
-    ts = [instantiate(t) for t in tangents[num_consts:]]
+    return _vjp_lin(fwd, bwd, primals[num_consts:], tangents[num_consts:], name)
+
+
+def _vjp_lin(fwd, bwd, primals, tangents, name):
+    """``fwd`` on the primals, and the tangent outputs as ``custom_lin`` (transposed by bwd)."""
+    outs, res_l, res_tree = fwd(*primals)
+    ts = [instantiate(t) for t in tangents]
     out_avals = tuple(tangent_aval(core.get_aval(o)) for o in outs)
     t_outs = custom_lin_p.bind(*res_l, *ts, num_res=len(res_l),
                                bwd=functools.partial(bwd, res_tree), out_avals=out_avals,

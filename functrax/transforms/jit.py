@@ -11,6 +11,7 @@ import inspect
 import logging
 import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
 from functrax.lowering import backends
 from functrax.passes.pipeline import optimize
+from functrax.transforms.call_util import clear_trace_cache
 from functrax.core.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -119,6 +121,45 @@ def check_hashable(v, what):
                          f"The error was:\nTypeError: {e}") from None
 
 
+class _SharedTraces:
+    """The traces (and fast-path executables) of one function under one set of jit options,
+    shared by every ``jit`` wrapper of it, as JAX's cache is."""
+
+    __slots__ = ("cache", "fast", "compiles", "last_key", "warned", "__weakref__")
+
+    def __init__(self):
+        self.cache, self.fast = {}, {}
+        self.compiles, self.last_key, self.warned = 0, None, False
+
+
+# function -> {jit options -> _SharedTraces}; an entry lives as long as its function
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared_traces(fun, options) -> _SharedTraces:
+    try:
+        per_fun = _SHARED.get(fun)
+        if per_fun is None:
+            per_fun = _SHARED[fun] = {}
+        shared = per_fun.get(options)
+        if shared is None:
+            shared = per_fun[options] = _SharedTraces()
+        return shared
+    except TypeError:  # not weakly referenceable, or unhashable: this wrapper's own
+        return _SharedTraces()
+
+
+def clear_caches():
+    """Clear every trace and compilation cache: jit's traces (and their executables) and the
+    memoized traces of control-flow bodies, as ``jax.clear_caches``. The kernel cache on
+    disk is kept (it is keyed by the kernels' source)."""
+    for per_fun in list(_SHARED.values()):
+        for shared in per_fun.values():
+            shared.cache.clear()
+            shared.fast.clear()
+    clear_trace_cache()
+
+
 class JitFunction:
     """A jit-compiled function (see :func:`jit`)."""
 
@@ -133,12 +174,21 @@ class JitFunction:
         self.donate_argnums, _ = _infer_statics(fun, donate_argnums, donate_argnames)
         self.backend = backend
         self.device = device
-        self._cache = {}
-        self._fast = {}  # tuple of avals -> (executable, out avals, out tree or None)
+        self._options = (self.static_argnums, self.static_argnames, self.donate_argnums,
+                         backend, device)
+        self._ctx = None
+        self._sync_context()
         self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums)
-        self._compiles = 0
-        self._last_key = None
-        self._warned = False
+
+    def _sync_context(self):
+        """Select the shared traces of the current trace context (config flags such as
+        enable_x64 or triton_dump_dir: a change of one traces and compiles anew)."""
+        ctx = config.trace_context()
+        if ctx is not self._ctx:
+            self._ctx = ctx
+            self._shared = _shared_traces(self.fun, self._options + (ctx,))
+            self._cache = self._shared.cache
+            self._fast = self._shared.fast  # avals -> (executable, out avals, out tree)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -192,6 +242,7 @@ class JitFunction:
         return f"args[{i}]"
 
     def _entry(self, args, kwargs):
+        self._sync_context()
         key, leaves, static_pos = self._signature(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:
@@ -225,17 +276,18 @@ class JitFunction:
         return entry
 
     def _account(self, key, entry, info):
-        self._compiles += 1
-        reason = (_explain(self._last_key, key, info, self._pos_names)
-                  if self._last_key else "first call")
-        self._last_key = key
+        shared = self._shared
+        shared.compiles += 1
+        reason = (_explain(shared.last_key, key, info, self._pos_names)
+                  if shared.last_key else "first call")
+        shared.last_key = key
         if config.log_compiles:
             logger.warning("Compiling %s for jit (reason: %s); tracing took %.4f s",
                            self._name, reason, entry.trace_time)
-        if self._compiles > config.jit_recompile_warn_threshold and not self._warned:
-            self._warned = True
+        if shared.compiles > config.jit_recompile_warn_threshold and not shared.warned:
+            shared.warned = True
             warnings.warn(
-                f"functrax.jit: '{self._name}' has been compiled {self._compiles} times; the "
+                f"functrax.jit: '{self._name}' has been compiled {shared.compiles} times; the "
                 f"last recompilation was caused by: {reason}. Each new shape, dtype or static "
                 "argument value compiles again: pad to fixed shapes, or pass changing Python "
                 "values as arrays instead of static arguments.", RecompileWarning, stacklevel=4)
@@ -250,6 +302,8 @@ class JitFunction:
     # --- calling ---
 
     def __call__(self, *args, **kwargs):
+        if self._ctx is not config.trace_context():
+            self._sync_context()
         if not kwargs and self._fast_ok:
             # fast path: positional Arrays only, a signature seen before, no transformation
             try:

@@ -47,6 +47,7 @@ SPECS = [
            lambda x, y: np.array([x, y, [1, 2]]), shapes=(((2,), (2,)),), dtypes=(F32, I32)),
     OpSpec("asarray", fnp.asarray, np.asarray, shapes=(((2, 3),),), dtypes=(F32, I32, BOOL),
            kwargs=({}, {"dtype": F32}, {"dtype": I32}, {"dtype": BOOL})),
+    OpSpec("copy", fnp.copy, np.copy, shapes=(((2, 3),), ((),)), dtypes=(F32, I32, BOOL)),
     OpSpec("zeros", fnp.zeros, np.zeros, shapes=NOARGS,
            kwargs=({"shape": (2, 3)}, {"shape": 3, "dtype": I32}, {"shape": ()},
                    {"shape": (0, 2), "dtype": BOOL}, {"shape": [2], "dtype": U8}),

@@ -100,6 +100,8 @@ def _ufunc_for(eqn):
         return np.true_divide if dt.kind in "fc" else None
     if prim is P.rem_p:
         return np.fmod if dt.kind in "fc" else None
+    if prim is P.pow_p and eqn.invars[1].aval.dtype != dt:
+        return None  # an integer exponent: the rule converts it first
     return numpy_ufuncs.get(prim)
 
 

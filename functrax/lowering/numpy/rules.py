@@ -54,6 +54,8 @@ for _p, _f in [
     defufunc(_p, _f)
 
 numpy_rules[P.real_p] = lambda x: np.real(x)
+# an integer exponent is converted to the base's dtype first (as XLA's lowering does)
+numpy_rules[P.pow_p] = lambda x, y: np.power(x, y if y.dtype == x.dtype else y.astype(x.dtype))
 numpy_rules[P.population_count_p] = lambda x: (  # the bits of signed ints: an unsigned view
     np.bitwise_count(x.view(f"u{x.itemsize}")).astype(x.dtype))
 numpy_rules[P.imag_p] = lambda x: np.imag(x)

@@ -309,15 +309,16 @@ def _atan2_rule():
 def _pow():
     """x ** y for floats via exp2(y * log2|x|), with the signs and special cases of C pow."""
     s = Steps()
-    mag = s.let("tl.exp2({1} * tl.log2(tl.abs({0})))")
-    is_int = s.let("{1} == tl.floor({1})")  # true for infinities: they count as even
-    odd = s.let(f"{is_int} & (tl.floor({{1}} * 0.5) * 2.0 != {{1}})")
+    y = s.let("{1}.to({R})")  # an integer exponent in the base's dtype (a no-op for floats)
+    mag = s.let(f"tl.exp2({y} * tl.log2(tl.abs({{0}})))")
+    is_int = s.let(f"{y} == tl.floor({y})")  # true for infinities: they count as even
+    odd = s.let(f"{is_int} & (tl.floor({y} * 0.5) * 2.0 != {y})")
     # negative base (-0.0 included): odd integer powers negate; non-integer powers are NaN
     # except for -0.0 and -inf, whose powers are infinities or zeros
     neg = s.let(f"tl.where({odd}, -{mag}, tl.where({is_int} | ({{0}} == 0.0) | "
                 f"({{0}} == -{{inf}}), {mag}, {{nan}}))")
     r = s.let(f"tl.where({_signbit('{0}')}, {neg}, {mag})")
-    one = "({1} == 0.0) | ({0} == 1.0) | ((tl.abs({0}) == 1.0) & (tl.abs({1}) == {inf}))"
+    one = f"({y} == 0.0) | ({{0}} == 1.0) | ((tl.abs({{0}}) == 1.0) & (tl.abs({y}) == {{inf}}))"
     return s.result(f"tl.where({one}, 1.0, {r})")
 
 

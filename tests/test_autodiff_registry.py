@@ -29,7 +29,7 @@ LINEAR = {
     "real", "imag", "conj", "reduce_sum", "cumsum", "broadcast_in_dim", "reshape",
     "transpose", "squeeze", "expand_dims", "rev", "concatenate", "pad", "slice",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter",
-    "scatter-mul", "dot_general", "custom_lin",
+    "scatter-mul", "dot_general", "conv_general_dilated", "custom_lin",
 }
 
 PRIMS = sorted(primitive_registry.items())

@@ -52,6 +52,8 @@ NOT_DIFFERENTIABLE = {
     "lax_convert_f32_bf16": _LOW,
     "lax_convert_bf16_f32": _LOW,
     "lax_dot_general_f16_to_f32": _LOW,
+    "conv_bf16_preferred_f32": _LOW,
+    "conv_f16": _LOW,
 }
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are

@@ -37,6 +37,13 @@ from functrax.primitives.indexing import (
 from functrax.primitives.contraction import (
     dot, dot_general,
 )
+from functrax.primitives.convolution import (
+    ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers,
+    conv_general_dilated, conv_general_dilated_local, conv_general_dilated_p,
+    conv_general_dilated_patches,
+    conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple, conv_transpose,
+    conv_transpose_shape_tuple, conv_with_general_padding, padtype_to_pads,
+)
 from functrax.primitives.gather_scatter import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p,
     scatter, scatter_add, scatter_add_p, scatter_max, scatter_max_p, scatter_min,

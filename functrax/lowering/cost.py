@@ -7,6 +7,7 @@ Costs are counted per equation from a table keyed by primitive (``cost_rules``).
 - transcendental elementwise ops (``exp``, ``log``, ``tanh``, ``sin``, ``pow``, ``sqrt``,
   ``erf``, ...): one *transcendental* per output element, no flops;
 - ``dot_general``: ``2 * batch * M * N * K`` flops (one multiply and one add per term);
+- ``conv_general_dilated``: ``2 * output size * kernel window * input features per group``;
 - reductions, cumulative ops and arg-reductions: one flop per input element;
 - data movement (reshape, broadcast, transpose, slice, gather, ...): no flops;
 - ``bytes accessed``: for every equation, the bytes of its operands plus its results.
@@ -95,6 +96,14 @@ def _dot_general_cost(eqn):
     return 2 * _out_size(eqn) * k, 0
 
 
+def _conv_cost(eqn):
+    # each output element: one multiply-add per (kernel position, input feature of its group)
+    rhs = eqn.invars[1].aval
+    rhs_spec = eqn.params["dimension_numbers"].rhs_spec
+    window = math.prod(rhs.shape[d] for d in rhs_spec[2:]) * rhs.shape[rhs_spec[1]]
+    return 2 * _out_size(eqn) * window, 0
+
+
 def _integer_pow_cost(eqn):
     # x ** y by repeated squaring: bit_length - 1 squarings + popcount - 1 multiplies
     y = abs(eqn.params["y"])
@@ -128,7 +137,8 @@ def _attention_cost(eqn):
 
 
 cost_rules.update({
-    P.dot_general_p: _dot_general_cost, P.integer_pow_p: _integer_pow_cost,
+    P.dot_general_p: _dot_general_cost, P.conv_general_dilated_p: _conv_cost,
+    P.integer_pow_p: _integer_pow_cost,
     P.scatter_add_p: _scatter_combine_cost, P.scatter_mul_p: _scatter_combine_cost,
     P.scatter_min_p: _scatter_combine_cost, P.scatter_max_p: _scatter_combine_cost,
     P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost,

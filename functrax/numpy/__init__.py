@@ -26,5 +26,6 @@ from functrax.numpy.dtype_helpers import *  # noqa: F401,F403,E402
 pi, e, inf, nan, newaxis, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, None, _np.euler_gamma
 from functrax.numpy.sorting import *  # noqa: F401,F403,E402
 from functrax.numpy.linalg_ops import *  # noqa: F401,F403,E402
+from functrax.numpy.convolution import *  # noqa: F401,F403,E402
 from functrax.numpy.indexing import *  # noqa: F401,F403,E402
 from functrax.numpy import linalg  # noqa: F401,E402

@@ -1,0 +1,2 @@
+"""``functrax.scipy``: SciPy functions on functrax arrays (as ``jax.scipy``), one module each."""
+from functrax.scipy import signal  # noqa: F401

@@ -36,7 +36,7 @@ class checkpoint_policies:
 
     @staticmethod
     def dots_saveable(prim, *_, **__):
-        return prim is P.dot_general_p
+        return prim is P.dot_general_p or prim is P.conv_general_dilated_p
 
     @staticmethod
     def dots_with_no_batch_dims_saveable(prim, *_, **params):

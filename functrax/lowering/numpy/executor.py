@@ -153,7 +153,7 @@ def _blendable(eqn):
 def _fresh_rule(eqn):
     prim = eqn.primitive
     if prim in (P.convert_element_type_p, P.copy_p, P.dot_general_p, P.logistic_p,
-                P.rsqrt_p, P.argmax_p, P.argmin_p):
+                P.rsqrt_p, P.argmax_p, P.argmin_p, P.conv_general_dilated_p):
         return True
     if prim in (P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p):
         return bool(eqn.params.get("axes"))

@@ -370,6 +370,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if monoid is not None:
         return monoid(flat_ops[0], wd, **params)
     avals = [_init_aval(x) for x in flat_inits]
+    if any(a.shape != () for a in avals):  # before tracing: the computation takes scalars
+        raise TypeError(f"reduce_window expected init_values to be scalars but init_values "
+                        f"have shapes {[a.shape for a in avals]}.")
     closed, out_tree = _trace_reduction("reduce_window", computation, avals, op_tree)
     if out_tree != op_tree:
         raise ValueError(f"reduce_window output must have the same tree structure as the "
@@ -525,6 +528,8 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
             out = convert_element_type(out, core.get_aval(out).dtype, weak_type=False)
         return tree_unflatten(op_tree, [out])
     avals = [_init_aval(x) for x in flat_inits]
+    if any(a.shape != () for a in avals):  # before tracing: the computation takes scalars
+        raise ValueError(f"reduce found non-scalar initial value: {[a.shape for a in avals]}")
     closed, out_tree = _trace_reduction("reduce", computation, avals, op_tree)
     if out_tree != op_tree:
         raise ValueError(f"reduce output must have the same tree structure as the operands "

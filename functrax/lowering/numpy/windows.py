@@ -53,10 +53,10 @@ def min_identity(dtype):
 def pad_dilate(x, fill, padding, base_dilation):
     """``x`` with ``base_dilation - 1`` copies of ``fill`` between neighbours, then padded with
     ``fill`` by (low, high) per dimension (a negative amount crops)."""
+    if all(b == 1 for b in base_dilation) and all(p == (0, 0) for p in padding):
+        return x  # no padding, no dilation
     dilated = [0 if d == 0 else (d - 1) * b + 1 for d, b in zip(x.shape, base_dilation)]
     full = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi) in zip(dilated, padding)]
-    if full == list(x.shape) and all(lo >= 0 for lo, _ in padding):
-        return x  # no padding, no dilation
     out = np.full(full, fill, x.dtype)
     out[tuple(slice(max(lo, 0), max(lo, 0) + n, b)
               for n, (lo, _), b in zip(dilated, padding, base_dilation))] = x

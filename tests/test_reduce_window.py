@@ -562,3 +562,19 @@ def test_triton_kernels_compile_for_sm90():
     assert len(compiled) == len(calls) >= 2
     for c in compiled:
         assert ".target sm_90" in c.ptx and c.cubin[:4] == b"\x7fELF"
+
+
+def test_doctests():
+    import doctest
+    import sys
+    result = doctest.testmod(sys.modules["functrax.primitives.windows"])
+    assert result.attempted >= 4 and not result.failed
+
+
+def test_jax_lax_window_names_are_provided():
+    """This area's names of JAX's API (tests/api_coverage.py: jax.lax) are all present."""
+    from tests import api_coverage as cov
+    names = {"reduce", "reduce_window", "reduce_window_shape_tuple", "padtype_to_pads"}
+    assert names <= set(cov.load()["jax.lax"])
+    present, _, _ = cov.coverage("jax.lax", sorted(names))
+    assert set(present) == names

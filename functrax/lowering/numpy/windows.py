@@ -10,7 +10,8 @@ No Python loop runs over windows or output elements:
 - ``select_and_gather_add`` takes the argmax (argmin) of each flattened window -- numpy's
   first occurrence, which is the element JAX's ``ge`` (``le``) selection keeps on ties; a NaN
   is selected first, as max propagates it -- and gathers the tangents there;
-  ``select_and_scatter_add`` scatters the source to those positions with ``np.add.at``;
+  ``select_and_scatter_add`` scatters the source to those positions (``np.bincount`` in
+  float64 for floats, ``np.add.at`` otherwise);
 - the general ``reduce_window`` and ``reduce`` apply their scalar computation to whole arrays
   (a pairwise tree over neighbouring window elements, so that ties resolve to the earlier
   one as a sequential reduction would; ``log2(window size)`` vectorized calls, then
@@ -160,27 +161,31 @@ def _select_and_gather_add(t, x, *, select_prim, window_dimensions, window_strid
 
 def _select_and_scatter_add(source, x, *, select_prim, window_dimensions, window_strides,
                             padding):
+    if x.ndim == 0:  # one window of one element
+        return np.array(source, copy=True)
     ones = (1,) * x.ndim
     k, out = _selected(x, select_prim, window_dimensions, window_strides, padding, ones, ones)
-    acc = np.float32 if source.dtype.kind == "V" or source.dtype == np.float16 else None
-    result = np.zeros(x.shape, acc or source.dtype)
     if k is None or not source.size:
-        return result.astype(source.dtype)
+        return np.zeros(x.shape, source.dtype)
     # the operand position of each selected element: window start + offset - low padding
-    offsets = np.unravel_index(k, window_dimensions) if x.ndim else ()
-    coords = [np.arange(o)[(slice(None),) + (None,) * (x.ndim - 1 - i)] * s + w - lo
-              for i, (o, s, w, (lo, _)) in enumerate(zip(out, window_strides, offsets,
-                                                         padding))]
-    coords = np.broadcast_arrays(*coords) if coords else []
+    offsets = np.unravel_index(k, window_dimensions)
+    coords = np.broadcast_arrays(*[
+        np.arange(o)[(slice(None),) + (None,) * (x.ndim - 1 - i)] * s + w - lo
+        for i, (o, s, w, (lo, _)) in enumerate(zip(out, window_strides, offsets, padding))])
     inside = np.ones(out, bool)
     for c, d in zip(coords, x.shape):
         inside &= (c >= 0) & (c < d)
-    src = source.astype(acc) if acc else source
-    if source.dtype == np.bool_:
-        np.logical_or.at(result, tuple(c[inside] for c in coords), src[inside])
+    flat = np.ravel_multi_index(tuple(c[inside] for c in coords), x.shape)
+    vals = source[inside]
+    if source.dtype == np.bool_:  # scatter-or
+        result = np.zeros(x.size, bool)
+        result[flat[vals]] = True
+    elif source.dtype.kind in "fV":  # summed in float64, rounded once
+        result = np.bincount(flat, weights=vals.astype(np.float64), minlength=x.size)
     else:
-        np.add.at(result, tuple(c[inside] for c in coords), src[inside])
-    return result.astype(source.dtype, copy=False)
+        result = np.zeros(x.size, source.dtype)
+        np.add.at(result, flat, vals)
+    return result.reshape(x.shape).astype(source.dtype, copy=False)
 
 
 numpy_rules.update({P.select_and_gather_add_p: _select_and_gather_add,

@@ -16,7 +16,8 @@
   it: a control-flow equation (cond/switch, while/fori_loop, scan) is a ``ControlFlowStep``
   (the host drives it, each body / branch running as its own compiled Triton program);
   scans, sort, threefry2x32 and same-width bitcasts (``scan_sort``), scatters
-  (``gather_scatter``) and ``fused_attention`` (``kernels/attention.py``) are kernels;
+  (``gather_scatter``), windowed reductions and max pooling's derivatives (``windows``) and
+  ``fused_attention`` (``kernels/attention.py``) are kernels;
 - other OPAQUE groups, and any group the code generators reject
   (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
   on a jaxpr of just that group). Every such fallback is recorded with its reason in

@@ -29,7 +29,8 @@ LINEAR = {
     "real", "imag", "conj", "reduce_sum", "cumsum", "broadcast_in_dim", "reshape",
     "transpose", "squeeze", "expand_dims", "rev", "concatenate", "pad", "slice",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter",
-    "scatter-mul", "dot_general", "conv_general_dilated", "custom_lin",
+    "scatter-mul", "dot_general", "conv_general_dilated", "custom_lin", "reduce_window_sum",
+    "select_and_gather_add", "select_and_scatter_add",
 }
 
 PRIMS = sorted(primitive_registry.items())

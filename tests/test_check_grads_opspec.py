@@ -23,6 +23,11 @@ from tests.opspec import all_specs
 _STEP = "piecewise constant (zero derivative) with jumps at sampled points"
 _NAN = "NaN/inf inputs or outputs by design: derivatives undefined"
 _LOW = "half-precision dtype: finite differences are meaningless at 1e-4 steps"
+_TIES = ("max pooling of values with ties (0, 1, 2 by design): a perturbation changes which "
+         "element a window selects")
+_GENERAL_WINDOW = ("reduce_window with a general computation: reverse mode is undefined (JAX's "
+                   "NotImplementedError for its transpose); forward mode is checked in "
+                   "tests/test_reduce_window.py")
 _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the function is not "
          "locally constant")
 
@@ -54,6 +59,13 @@ NOT_DIFFERENTIABLE = {
     "lax_dot_general_f16_to_f32": _LOW,
     "conv_bf16_preferred_f32": _LOW,
     "conv_f16": _LOW,
+    "reduce_window_sum_narrow": _LOW,
+    "reduce_window_max_narrow": _LOW,
+    "max_pool_jvp_ties": _TIES,
+    "max_pool_vjp_ties": _TIES,
+    "reduce_window_prod": _GENERAL_WINDOW,
+    "reduce_window_argmax": _GENERAL_WINDOW,
+    "reduce_window_logsumexp": _GENERAL_WINDOW,
 }
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are

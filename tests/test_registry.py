@@ -146,6 +146,11 @@ EXEMPT_TRITON = {
     **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
+    "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "
+                      "per window element): a listed numpy fallback; the sum/max/min monoids "
+                      "have kernels (lowering/triton/windows.py)"),
+    "reduce": ("lax.reduce with a general computation (a traced scalar sub-jaxpr): a listed "
+               "numpy fallback; its monoids bind reduce_sum/_max/... , which have kernels"),
 }
 
 

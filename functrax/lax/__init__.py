@@ -42,12 +42,17 @@ from functrax.primitives.convolution import (
     conv_general_dilated, conv_general_dilated_local, conv_general_dilated_p,
     conv_general_dilated_patches,
     conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple, conv_transpose,
-    conv_transpose_shape_tuple, conv_with_general_padding, padtype_to_pads,
+    conv_transpose_shape_tuple, conv_with_general_padding,
 )
 from functrax.primitives.gather_scatter import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p,
     scatter, scatter_add, scatter_add_p, scatter_max, scatter_max_p, scatter_min,
     scatter_min_p, scatter_mul, scatter_mul_p, scatter_p,
+)
+from functrax.primitives.windows import (
+    padtype_to_pads, reduce, reduce_p, reduce_window, reduce_window_max_p, reduce_window_min_p,
+    reduce_window_p, reduce_window_shape_tuple, reduce_window_sum_p, select_and_gather_add_p,
+    select_and_scatter_add_p,
 )
 from functrax.primitives.collectives import (
     all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, pshuffle, psum,

@@ -9,6 +9,7 @@ Costs are counted per equation from a table keyed by primitive (``cost_rules``).
 - ``dot_general``: ``2 * batch * M * N * K`` flops (one multiply and one add per term);
 - ``conv_general_dilated``: ``2 * output size * kernel window * input features per group``;
 - reductions, cumulative ops and arg-reductions: one flop per input element;
+- windowed reductions: one flop per output element per window element;
 - data movement (reshape, broadcast, transpose, slice, gather, ...): no flops;
 - ``bytes accessed``: for every equation, the bytes of its operands plus its results.
 
@@ -78,11 +79,22 @@ def _reduction(eqn):
     return _in_size(eqn), 0
 
 
+def _window(eqn):
+    # one combine per window element per output; select_and_scatter_add: per source element;
+    # reduce (whole dimensions): one per operand element
+    wd = eqn.params.get("window_dimensions")
+    if wd is None:
+        return sum(_size(v.aval) for v in eqn.invars[:len(eqn.invars) // 2]), 0
+    per = _size(eqn.invars[0].aval) if "base_dilation" not in eqn.params else _out_size(eqn)
+    return per * math.prod(wd), 0
+
+
 # what each family costs; the primitives below that differ from their family override it
 _FAMILY_COSTS = {
     Family.ELEMENTWISE: _elementwise, Family.TRANSCENDENTAL: _transcendental,
     Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free,
     Family.REDUCTION: _reduction, Family.CUMULATIVE: _reduction, Family.COLLECTIVE: _reduction,
+    Family.WINDOW: _window,
 }
 for _prim in P.primitive_registry.values():
     if _prim.family in _FAMILY_COSTS:

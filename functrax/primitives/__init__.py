@@ -14,6 +14,7 @@ from functrax.primitives.indexing import *  # noqa: F401,F403
 from functrax.primitives.reductions import *  # noqa: F401,F403
 from functrax.primitives.shape import *  # noqa: F401,F403
 from functrax.primitives.gather_scatter import *  # noqa: F401,F403,E402
+from functrax.primitives.windows import *  # noqa: F401,F403,E402
 from functrax.primitives import printing as _printing  # noqa: F401,E402
 from functrax.primitives.collectives import *  # noqa: F401,F403,E402
 from functrax.primitives.prng import *  # noqa: F401,F403,E402

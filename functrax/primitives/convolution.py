@@ -43,6 +43,7 @@ from functrax import core, dtypes
 from functrax.primitives.contraction import dot_general
 from functrax.primitives.define import Family, ShapedArray, new_primitive, np
 from functrax.primitives.shape import rev, transpose
+from functrax.primitives.windows import padtype_to_pads
 
 __all__ = [
     "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv_general_dilated_p",
@@ -162,33 +163,6 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
 def dilate_shape(shape, dilation):
     """Sizes after inserting ``d - 1`` zeros between neighbours (``0`` stays ``0``)."""
     return tuple(0 if s == 0 else 1 + d * (s - 1) for s, d in zip(shape, dilation))
-
-
-def padtype_to_pads(in_shape, window_shape, window_strides, padding):
-    """Convert a padding string to a list of ``(lo, hi)`` pairs.
-
-    ``"SAME"`` pads so that the output has ``ceil(in / stride)`` elements, the odd element on
-    the high side; ``"SAME_LOWER"`` puts it on the low side; ``"VALID"`` pads nothing.
-
-    >>> padtype_to_pads((5, 6), (3, 4), (1, 2), "SAME")
-    [(1, 1), (1, 1)]
-    """
-    if isinstance(padding, str):
-        kind = padding.upper()
-        if kind not in ("VALID", "SAME", "SAME_LOWER"):
-            raise RuntimeError(f"Unrecognized padding type: expected 'VALID' or 'SAME', got "
-                               f"{padding}.")
-    else:
-        raise TypeError(f"Unknown padding type: {padding}.")
-    if kind == "VALID":
-        return [(0, 0)] * len(in_shape)
-    pads = []
-    for d, w, s in zip(in_shape, window_shape, window_strides):
-        out = -(-int(d) // int(s))
-        total = max((out - 1) * int(s) + int(w) - int(d), 0)
-        lo = total // 2 if kind == "SAME" else total - total // 2
-        pads.append((lo, total - lo))
-    return pads
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):

@@ -102,7 +102,8 @@ class OpSpec:
 
 
 ALL_FAMILIES = ("elementwise", "reductions", "shape_ops", "creation", "linalg", "indexing",
-                "sorting", "lax_ops", "control_flow", "nn", "random", "convolution")
+                "sorting", "lax_ops", "control_flow", "nn", "random", "convolution",
+                "windows")
 
 
 def all_specs():

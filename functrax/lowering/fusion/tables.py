@@ -53,6 +53,7 @@ UNFUSIBLE_PRIMITIVES = {
     P.while_p: "control flow: a loop over a sub-jaxpr",
     P.xla_pmap_p: "pmap: a call mapped over devices (each device runs its own program)",
     P.attention_p: "attention: a flash-style kernel of its own (kernels/attention.py)",
+    P.reduce_p: "lax.reduce with a general computation: a traced scalar sub-jaxpr",
 }
 
 

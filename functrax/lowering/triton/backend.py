@@ -16,7 +16,8 @@
   it: a control-flow equation (cond/switch, while/fori_loop, scan) is a ``ControlFlowStep``
   (the host drives it, each body / branch running as its own compiled Triton program);
   scans, sort, threefry2x32 and same-width bitcasts (``scan_sort``), scatters
-  (``gather_scatter``) and ``fused_attention`` (``kernels/attention.py``) are kernels;
+  (``gather_scatter``), windowed reductions and max pooling's derivatives (``windows``) and
+  ``fused_attention`` (``kernels/attention.py``) are kernels;
 - other OPAQUE groups, and any group the code generators reject
   (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
   on a jaxpr of just that group). Every such fallback is recorded with its reason in
@@ -49,6 +50,7 @@ from functrax.lowering.triton.matmul_groups import MatmulMatch, build_matmul, ma
 from functrax.lowering.triton.patterns import build_pattern, rewrite_patterns
 from functrax.lowering.triton.rules import UnsupportedError
 from functrax.lowering.triton.scan_sort import OPAQUE_KERNELS, build_opaque
+from functrax.lowering.triton.windows import WINDOW_KERNELS, build_window
 
 __all__ = ["compile_triton", "TritonProgram", "Step", "Fallback", "MatmulMatch", "match_matmul",
            "OPAQUE_STEPS", "STATS"]
@@ -226,6 +228,7 @@ OPAQUE_STEPS = {
     **dict.fromkeys(step_rules, control_flow_step),  # host-driven loops over Triton programs
     **dict.fromkeys(OPAQUE_KERNELS, _built_step(build_opaque)),  # scans, sort, threefry, ...
     **dict.fromkeys(SCATTER_KINDS, _built_step(build_scatter)),
+    **dict.fromkeys(WINDOW_KERNELS, _built_step(build_window)),  # pooling (windows.py)
     P.attention_p: _pattern_step,
 }
 

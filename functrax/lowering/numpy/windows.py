@@ -1,0 +1,326 @@
+"""numpy rules of the windowed reductions, max pooling's derivatives and ``reduce``.
+
+No Python loop runs over windows or output elements:
+
+- the operand is dilated and padded once (holes and padding hold the init value; negative
+  padding crops), then ``sliding_window_view`` gives every window as a strided view, subsampled
+  by the window strides and the window dilation;
+- ``reduce_window_sum`` / ``_max`` / ``_min`` are one numpy reduction over the window axes
+  (float16 / bfloat16 sums accumulate in float32 and round once);
+- ``select_and_gather_add`` takes the argmax (argmin) of each flattened window -- numpy's
+  first occurrence, which is the element JAX's ``ge`` (``le``) selection keeps on ties; a NaN
+  is selected first, as max propagates it -- and gathers the tangents there;
+  ``select_and_scatter_add`` scatters the source to those positions (``np.bincount`` in
+  float64 for floats, ``np.add.at`` otherwise);
+- the general ``reduce_window`` and ``reduce`` apply their scalar computation to whole arrays
+  (a pairwise tree over neighbouring window elements, so that ties resolve to the earlier
+  one as a sequential reduction would; ``log2(window size)`` vectorized calls, then
+  combined once with the init value). The computation's jaxpr is interpreted with this
+  backend's elementwise rules on arrays; a computation that is not elementwise (after
+  inlining its calls) runs per element through its compiled executable.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from functrax import core
+from functrax import primitives as P
+from functrax.core import ClosedJaxpr, Literal
+from functrax.lowering.backends import host_executable
+from functrax.lowering.numpy.rules import numpy_rules
+from functrax.passes.inline import inline_closed
+
+__all__ = ["pad_dilate", "windows", "max_identity", "min_identity"]
+
+
+def max_identity(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fcV":
+        return np.array(-np.inf, dtype)
+    return np.array(False if dtype == np.bool_ else np.iinfo(dtype).min, dtype)
+
+
+def min_identity(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fcV":
+        return np.array(np.inf, dtype)
+    return np.array(True if dtype == np.bool_ else np.iinfo(dtype).max, dtype)
+
+
+def pad_dilate(x, fill, padding, base_dilation):
+    """``x`` with ``base_dilation - 1`` copies of ``fill`` between neighbours, then padded with
+    ``fill`` by (low, high) per dimension (a negative amount crops)."""
+    if all(b == 1 for b in base_dilation) and all(p == (0, 0) for p in padding):
+        return x  # no padding, no dilation
+    dilated = [0 if d == 0 else (d - 1) * b + 1 for d, b in zip(x.shape, base_dilation)]
+    full = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi) in zip(dilated, padding)]
+    out = np.full(full, fill, x.dtype)
+    out[tuple(slice(max(lo, 0), max(lo, 0) + n, b)
+              for n, (lo, _), b in zip(dilated, padding, base_dilation))] = x
+    return out[tuple(slice(max(-lo, 0), max(max(-lo, 0), f - max(-hi, 0)))
+                     for f, (lo, hi) in zip(full, padding))]
+
+
+def windows(xp, window_dimensions, window_strides, window_dilation):
+    """A view of shape ``out_shape + window_dimensions``: every window of the (padded)
+    ``xp``, its elements along the trailing axes."""
+    span = [(w - 1) * d + 1 for w, d in zip(window_dimensions, window_dilation)]
+    view = sliding_window_view(xp, span) if xp.ndim else xp
+    return view[tuple(slice(None, None, s) for s in window_strides)
+                + tuple(slice(None, None, d) for d in window_dilation)]
+
+
+def _out_shape(xp_shape, window_dimensions, window_strides, window_dilation):
+    return tuple(max(0, (n - ((w - 1) * d + 1)) // s + 1) for n, w, s, d in
+                 zip(xp_shape, window_dimensions, window_strides, window_dilation))
+
+
+def _window_view(x, fill, window_dimensions, window_strides, padding, base_dilation,
+                 window_dilation):
+    """(view of the windows or None when there is no output element, output shape)."""
+    xp = pad_dilate(x, fill, padding, base_dilation)
+    out = _out_shape(xp.shape, window_dimensions, window_strides, window_dilation)
+    if 0 in out:
+        return None, out
+    return windows(xp, window_dimensions, window_strides, window_dilation), out
+
+
+def _axes(n):
+    return tuple(range(n, 2 * n))
+
+
+# --- the monoid windowed reductions ---
+
+
+def _sum_window(view, n, dtype):
+    if dtype.kind == "V" or dtype == np.float16:  # accumulate in float32, round once
+        return np.add.reduce(view.astype(np.float32), axis=_axes(n)).astype(dtype)
+    return np.add.reduce(view, axis=_axes(n), dtype=dtype)
+
+
+def _monoid_rule(identity, reduce_fn):
+    def rule(x, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        fill = identity(x.dtype)
+        view, out = _window_view(x, fill, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation)
+        if view is None:
+            return np.full(out, fill, x.dtype)
+        return np.asarray(reduce_fn(view, x.ndim, x.dtype))
+    return rule
+
+
+numpy_rules.update({
+    P.reduce_window_sum_p: _monoid_rule(lambda dt: np.zeros((), dt), _sum_window),
+    P.reduce_window_max_p: _monoid_rule(max_identity,
+                                        lambda v, n, dt: np.max(v, axis=_axes(n))),
+    P.reduce_window_min_p: _monoid_rule(min_identity,
+                                        lambda v, n, dt: np.min(v, axis=_axes(n))),
+})
+
+# --- max pooling's derivatives ---
+
+
+def _selector(select_prim):
+    """(identity of the selected extreme, arg-selection along the last axis)."""
+    if select_prim is P.ge_p:
+        return max_identity, np.argmax
+    return min_identity, np.argmin
+
+
+def _comparable(x):
+    """Values numpy can order (ml_dtypes floats as float32, which holds them exactly)."""
+    return x.astype(np.float32) if x.dtype.kind == "V" else x
+
+
+def _selected(x, select_prim, window_dimensions, window_strides, padding, base_dilation,
+              window_dilation):
+    """(flat index of the selected element of each window or None, output shape)."""
+    identity, arg = _selector(select_prim)
+    view, out = _window_view(x, identity(x.dtype), window_dimensions, window_strides,
+                             padding, base_dilation, window_dilation)
+    if view is None:
+        return None, out
+    return arg(_comparable(view.reshape(out + (-1,))), axis=-1), out
+
+
+def _select_and_gather_add(t, x, *, select_prim, window_dimensions, window_strides, padding,
+                           base_dilation, window_dilation):
+    k, out = _selected(x, select_prim, window_dimensions, window_strides, padding,
+                       base_dilation, window_dilation)
+    if k is None:
+        return np.zeros(out, t.dtype)
+    tv, _ = _window_view(t, np.zeros((), t.dtype), window_dimensions, window_strides,
+                         padding, base_dilation, window_dilation)
+    return np.take_along_axis(tv.reshape(out + (-1,)), k[..., None], axis=-1)[..., 0]
+
+
+def _select_and_scatter_add(source, x, *, select_prim, window_dimensions, window_strides,
+                            padding):
+    if x.ndim == 0:  # one window of one element
+        return np.array(source, copy=True)
+    ones = (1,) * x.ndim
+    k, out = _selected(x, select_prim, window_dimensions, window_strides, padding, ones, ones)
+    if k is None or not source.size:
+        return np.zeros(x.shape, source.dtype)
+    # the operand position of each selected element: window start + offset - low padding
+    offsets = np.unravel_index(k, window_dimensions)
+    coords = np.broadcast_arrays(*[
+        np.arange(o)[(slice(None),) + (None,) * (x.ndim - 1 - i)] * s + w - lo
+        for i, (o, s, w, (lo, _)) in enumerate(zip(out, window_strides, offsets, padding))])
+    inside = np.ones(out, bool)
+    for c, d in zip(coords, x.shape):
+        inside &= (c >= 0) & (c < d)
+    flat = np.ravel_multi_index(tuple(c[inside] for c in coords), x.shape)
+    vals = source[inside]
+    if source.dtype == np.bool_:  # scatter-or
+        result = np.zeros(x.size, bool)
+        result[flat[vals]] = True
+    elif source.dtype.kind in "fV":  # summed in float64, rounded once
+        result = np.bincount(flat, weights=vals.astype(np.float64), minlength=x.size)
+    else:
+        result = np.zeros(x.size, source.dtype)
+        np.add.at(result, flat, vals)
+    return result.reshape(x.shape).astype(source.dtype, copy=False)
+
+
+numpy_rules.update({P.select_and_gather_add_p: _select_and_gather_add,
+                    P.select_and_scatter_add_p: _select_and_scatter_add})
+
+# --- scalar computations applied to arrays ---
+
+
+class _NotElementwise(Exception):
+    pass
+
+
+# primitives that are the identity on rank-0 values (a computation's scalar reshapes)
+_SCALAR_IDENTITIES = frozenset({P.broadcast_in_dim_p, P.reshape_p, P.squeeze_p,
+                                P.expand_dims_p, P.transpose_p, P.copy_p, P.stop_gradient_p})
+
+
+def _eval_elementwise(jaxpr, consts, args):
+    """``jaxpr`` (a function of scalars, calls inlined) evaluated on arrays with the
+    elementwise numpy rules; raises _NotElementwise for any other equation."""
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(v):
+        return np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
+
+    for eqn in jaxpr.eqns:
+        prim, ins = eqn.primitive, [read(v) for v in eqn.invars]
+        scalar = all(v.aval.shape == () for v in list(eqn.invars) + list(eqn.outvars))
+        if prim.family in core.ELEMENTWISE_FAMILIES and scalar and prim in numpy_rules:
+            outs = numpy_rules[prim](*ins, **eqn.params)
+        elif prim in _SCALAR_IDENTITIES and scalar:
+            outs = ins[0]
+        else:
+            raise _NotElementwise(prim.name)
+        outs = outs if prim.multiple_results else [outs]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = np.asarray(o).astype(v.aval.dtype, copy=False)
+    return [read(v) for v in jaxpr.outvars]
+
+
+_INLINED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _computation(closed: ClosedJaxpr):
+    """``fn(*arrays) -> list of arrays`` applying the scalar ``closed`` elementwise."""
+    fn = _INLINED.get(closed)
+    if fn is None:
+        fn = _INLINED[closed] = _make_computation(closed)
+    return fn
+
+
+def _make_computation(closed):
+    flat = inline_closed(closed)
+    consts = [c._value if type(c) is core.Array else np.asarray(c) for c in flat.consts]
+    state = {"elementwise": True}
+
+    def fn(*arrays):
+        if state["elementwise"]:
+            try:
+                return _eval_elementwise(flat.jaxpr, consts, arrays)
+            except _NotElementwise:
+                state["elementwise"] = False
+        return _per_element(closed, arrays)
+    return fn
+
+
+def _per_element(closed, arrays):
+    exe = host_executable(closed)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    arrays = [np.broadcast_to(a, shape) for a in arrays]
+    outs = [np.empty(shape, a.dtype) for a in closed.out_avals]
+    for idx in np.ndindex(*shape):
+        for o, r in zip(outs, exe(*[a[idx] for a in arrays])):
+            o[idx] = r
+    return outs
+
+
+def _tree_reduce(comp, xs, inits):
+    """Combine the slices of each array of ``xs`` along its last axis pairwise with ``comp``,
+    then with ``inits`` once (XLA's accumulator starts at the init value)."""
+    n = xs[0].shape[-1]
+    if n == 0:
+        return [np.full(x.shape[:-1], i, x.dtype) for x, i in zip(xs, inits)]
+    while n > 1:  # neighbours pair up, so each call combines an earlier and a later run
+        even = n - n % 2
+        pairs = comp(*[x[..., 0:even:2] for x in xs], *[x[..., 1:even:2] for x in xs])
+        xs = [np.concatenate([p, x[..., even:]], axis=-1) if n % 2 else p
+              for p, x in zip(pairs, xs)]
+        n = xs[0].shape[-1]
+    return comp(*inits, *[x[..., 0] for x in xs])
+
+
+def _reduce_window(*args, jaxpr, consts, window_dimensions, window_strides, padding,
+                   base_dilation, window_dilation):
+    n = len(args) // 2
+    xs, inits = args[:n], args[n:]
+    comp = _computation(_closed(jaxpr, consts))
+    views, out = [], None
+    for x, i in zip(xs, inits):
+        view, out = _window_view(x, i, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation)
+        views.append(None if view is None else view.reshape(out + (-1,)))
+    if views[0] is None:
+        return [np.full(out, i, x.dtype) for x, i in zip(xs, inits)]
+    outs = _tree_reduce(comp, views, inits)
+    return [np.asarray(o).astype(x.dtype, copy=False).reshape(out) for o, x in zip(outs, xs)]
+
+
+_CLOSED: dict = {}
+
+
+def _closed(jaxpr, consts) -> ClosedJaxpr:
+    """One ClosedJaxpr per (jaxpr, consts) so the computation is prepared once."""
+    key = (id(jaxpr), tuple(id(c) for c in consts))
+    hit = _CLOSED.get(key)
+    if hit is not None and hit[0]() is jaxpr:
+        return hit[1]
+    closed = ClosedJaxpr(jaxpr, list(consts))
+    if len(_CLOSED) > 256:
+        _CLOSED.clear()
+    _CLOSED[key] = (weakref.ref(jaxpr), closed)
+    return closed
+
+
+def _reduce(*args, computation, jaxpr, dimensions):
+    n = len(args) // 2
+    xs, inits = args[:n], args[n:]
+    kept = [i for i in range(xs[0].ndim) if i not in dimensions]
+    size = math.prod(xs[0].shape[d] for d in dimensions)
+    flat = [np.transpose(x, kept + list(dimensions)).reshape(
+        tuple(x.shape[i] for i in kept) + (size,)) for x in xs]
+    outs = _tree_reduce(_computation(jaxpr), flat, inits)
+    return [np.asarray(o).astype(x.dtype, copy=False).reshape(f.shape[:-1])
+            for o, x, f in zip(outs, xs, flat)]
+
+
+numpy_rules.update({P.reduce_window_p: _reduce_window, P.reduce_p: _reduce})

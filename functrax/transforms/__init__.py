@@ -21,3 +21,4 @@ from functrax.transforms import batching_rules_calls as _batching_rules_calls  #
 from functrax.transforms import collective_rules as _collective_rules  # noqa: F401,E402
 from functrax.transforms import prng_rules as _prng_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules as _linalg_rules  # noqa: F401,E402
+from functrax.transforms import linalg_rules_more as _linalg_rules_more  # noqa: F401,E402

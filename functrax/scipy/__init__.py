@@ -1,0 +1,1 @@
+from functrax.scipy import linalg, optimize  # noqa: F401

@@ -768,3 +768,15 @@ def test_new_primitives_in_jaxprs():
     text = str(functrax.make_jaxpr(lambda a: (lax_linalg.schur(a), lax_linalg.hessenberg(a)))(a))
     assert "schur[" in text and "hessenberg" in text
     functrax.check_jaxpr(functrax.make_jaxpr(lambda a: L.sqrtm(a))(a))
+
+
+@pytest.mark.parametrize("module", [
+    "functrax.scipy.linalg", "functrax.scipy.linalg_solve", "functrax.scipy.linalg_special",
+    "functrax.scipy.linalg_matfuncs", "functrax.lax.qdwh", "functrax.lax.linalg",
+    "functrax.primitives.linalg_more"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted >= 2

@@ -53,8 +53,8 @@ def det(a, overwrite_a=False, check_finite=True):
     """The determinant of square matrices ``[..., n, n]``.
 
     >>> import functrax.numpy as fnp
-    >>> det(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
-    Array(-2., dtype=float32)
+    >>> det(fnp.array([[2.0, 1.0], [1.0, 3.0]]))
+    Array(5., dtype=float32)
     """
     del overwrite_a, check_finite
     return fnp.linalg.det(a)

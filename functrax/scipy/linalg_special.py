@@ -40,7 +40,7 @@ def _dtype(x):
     return core.get_aval(x).dtype
 
 
-def _vector(name, x):
+def _vector(x):
     """``x`` as an array of rank >= 1 (a scalar becomes ``[x]``)."""
     x = asarray_operand(x)
     return lax.expand_dims(x, (0,)) if not _shape(x) else x
@@ -80,8 +80,8 @@ def toeplitz(c, r=None):
     Returns:
       ``[..., m, n]``.
     """
-    c = _vector("toeplitz", c)
-    r = fnp.conj(c) if r is None else _vector("toeplitz", r)
+    c = _vector(c)
+    r = fnp.conj(c) if r is None else _vector(r)
     c, r = promote_dtypes(c, r)
     m, n = _shape(c)[-1], _shape(r)[-1]
     batch = broadcast_shapes_named("toeplitz", _shape(c)[:-1], _shape(r)[:-1])
@@ -96,8 +96,8 @@ def toeplitz(c, r=None):
 def hankel(c, r=None):
     """The Hankel matrix with first column ``c`` and last row ``r`` (``r[..., 0]`` is
     ignored; zeros by default): entry ``(i, j)`` is ``c[i + j]`` or ``r[i + j - m + 1]``."""
-    c = _vector("hankel", c)
-    r = fnp.zeros_like(c) if r is None else _vector("hankel", r)
+    c = _vector(c)
+    r = fnp.zeros_like(c) if r is None else _vector(r)
     c, r = promote_dtypes(c, r)
     m, n = _shape(c)[-1], _shape(r)[-1]
     batch = broadcast_shapes_named("hankel", _shape(c)[:-1], _shape(r)[:-1])
@@ -109,7 +109,7 @@ def hankel(c, r=None):
 def circulant(c):
     """The circulant matrix whose first column is ``c`` ``[..., n]``: entry ``(i, j)`` is
     ``c[(i - j) mod n]``."""
-    c = _vector("circulant", c)
+    c = _vector(c)
     n = _shape(c)[-1]
     return _gather_last(c, (np.arange(n)[:, None] - np.arange(n)[None, :]) % max(n, 1))
 
@@ -148,7 +148,7 @@ def companion(a):
 
 def fiedler(a):
     """The symmetric Fiedler matrix ``|a[i] - a[j]|`` ``[..., n, n]`` of ``a`` ``[..., n]``."""
-    a = _vector("fiedler", a)
+    a = _vector(a)
     return fnp.abs(a[..., :, None] - a[..., None, :])
 
 
@@ -225,7 +225,7 @@ def convolution_matrix(a, n, mode="full"):
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"convolution_matrix: mode must be 'full', 'same' or 'valid', got "
                          f"{mode!r}")
-    a = _vector("convolution_matrix", a)
+    a = _vector(a)
     m = _shape(a)[-1]
     if m == 0:
         raise ValueError("convolution_matrix: a must have a nonzero length along its last axis")

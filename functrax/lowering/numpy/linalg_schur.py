@@ -148,7 +148,6 @@ def lanv2(a, b, c, d, eps):
 def _rotate(h, z, i, cs, sn, block):
     """Rows/columns ``i, i + 1`` of ``h`` and columns of ``z`` by ``drot(cs, sn)``; the
     2x2 block itself is written from ``block``."""
-    n = h.shape[0]
     r0, r1 = h[i, i + 2:].copy(), h[i + 1, i + 2:].copy()
     h[i, i + 2:], h[i + 1, i + 2:] = cs * r0 + sn * r1, cs * r1 - sn * r0
     c0, c1 = h[:i, i].copy(), h[:i, i + 1].copy()
@@ -156,7 +155,6 @@ def _rotate(h, z, i, cs, sn, block):
     z0, z1 = z[:, i].copy(), z[:, i + 1].copy()
     z[:, i], z[:, i + 1] = cs * z0 + sn * z1, cs * z1 - sn * z0
     h[i, i], h[i, i + 1], h[i + 1, i], h[i + 1, i + 1] = block
-    del n
 
 
 def _standardize(h, z, i, eps):
@@ -171,10 +169,7 @@ def _qr_iterate(h, z, step, two_by_two):
     eps = float(np.finfo(h.dtype).eps)
     norm = float(np.max(np.abs(h))) if n else 0.0
     hi, its, max_its = n - 1, 0, 30 * max(n, 10)
-    total = 0
     while hi >= 0:
-        if total > max_its * max(n, 1):
-            return False
         lo = _active_start(h, hi, eps, norm)
         if lo == hi:
             hi, its = hi - 1, 0
@@ -183,7 +178,6 @@ def _qr_iterate(h, z, step, two_by_two):
             hi, its = hi - 2, 0
         else:
             its += 1
-            total += 1
             if its > max_its:
                 return False
             step(h, z, lo, hi, its)

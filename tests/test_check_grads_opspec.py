@@ -68,6 +68,35 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_logsumexp": _GENERAL_WINDOW,
 }
 
+_SCHUR = ("the Schur decomposition has no derivative (JAX's NotImplementedError, tested in "
+          "tests/test_scipy_linalg.py)")
+_HOUSEHOLDER = ("a Householder reduction (LAPACK's packed form) has no derivative in JAX: "
+                "NotImplementedError, tested in tests/test_scipy_linalg.py")
+_WHILE = ("QDWH iterates in a while_loop: reverse mode is undefined (as JAX); forward mode "
+          "is tested in tests/test_scipy_linalg.py")
+NOT_DIFFERENTIABLE.update({
+    "scipy_linalg_schur": _SCHUR,
+    "scipy_linalg_schur_complex": _SCHUR,
+    "scipy_linalg_rsf2csf": _SCHUR + " (its input is a Schur form)",
+    "scipy_linalg_sqrtm": _SCHUR + " (sqrtm is computed from it, as JAX)",
+    "scipy_linalg_funm": _SCHUR + " (funm is computed from it, as JAX)",
+    "scipy_linalg_solve_sylvester": _SCHUR + " (Bartels-Stewart uses it, as JAX)",
+    "scipy_linalg_solve_sylvester_eigen": ("eigenvector derivatives are not implemented "
+                                           "(JAX's NotImplementedError)"),
+    "scipy_linalg_hessenberg": _HOUSEHOLDER,
+    "scipy_linalg_lax_hessenberg": _HOUSEHOLDER,
+    "scipy_linalg_lax_tridiagonal": _HOUSEHOLDER,
+    "scipy_linalg_lax_householder_product": _HOUSEHOLDER,
+    "scipy_linalg_lax_ormqr": _HOUSEHOLDER + " (ormqr applies householder_product)",
+    "scipy_linalg_lax_eig": ("eigenvector derivatives are not implemented (JAX's "
+                             "NotImplementedError)"),
+    "scipy_linalg_lax_eigvals": ("eig's JVP computes eigenvectors, so eigenvalues are "
+                                 "differentiable once (as JAX); first order is tested in "
+                                 "tests/test_scipy_linalg.py"),
+    "scipy_linalg_polar_qdwh": _WHILE,
+    "scipy_linalg_lax_qdwh": _WHILE,
+})
+
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are
 _WIDEN = {np.dtype(np.float32): np.dtype(np.float64),
           np.dtype(np.complex64): np.dtype(np.complex128)}

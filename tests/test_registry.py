@@ -104,6 +104,8 @@ _LAPACK = "a LAPACK decomposition: no cost model (one flop per output element, t
 # primitive name -> why it has no cost rule
 EXEMPT_COST = {
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"), _LAPACK),
+    **dict.fromkeys(("hessenberg", "tridiagonal", "householder_product", "schur", "eig",
+                     "tridiagonal_solve", "geqp3"), _LAPACK),
     "threefry2x32": "an integer hash: one flop per output element (the default)",
     "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
 }
@@ -141,7 +143,9 @@ EXEMPT_TRITON = {
     "xla_pmap": "a call mapped over devices: the pmap runtime runs one program per device",
     **dict.fromkeys(("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
                      "axis_index", "reduce_scatter"), _COLLECTIVE),
-    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
+    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "hessenberg",
+                     "tridiagonal", "householder_product", "schur", "eig",
+                     "tridiagonal_solve", "geqp3"),
                     "a LAPACK decomposition: a listed numpy fallback"),
     **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",

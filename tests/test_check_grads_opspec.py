@@ -33,6 +33,9 @@ _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the functio
 
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
+    **dict.fromkeys(("lax_reduce_precision_f16", "lax_reduce_precision_bf16"),
+                    "rounding: piecewise constant, while its JVP passes the (rounded) tangent "
+                    "through, as JAX's"),
     "rint_halves": _STEP,
     "lax_sign": _STEP + " (the domain cycles through 0)",
     "lax_round_away_from_zero": _STEP + " (the domain cycles through halves)",

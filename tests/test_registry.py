@@ -147,7 +147,10 @@ EXEMPT_TRITON = {
                      "tridiagonal", "householder_product", "schur", "eig",
                      "tridiagonal_solve", "geqp3"),
                     "a LAPACK decomposition: a listed numpy fallback"),
-    **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
+    **dict.fromkeys(("real", "imag", "complex"),
+                    "complex operands or results: Triton has no complex type"),
+    "reduce_precision": ("rounding on the bits of narrow float formats: a listed numpy "
+                         "fallback (rare: precision experiments)"),
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "

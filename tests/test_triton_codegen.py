@@ -184,6 +184,9 @@ def _lax_programs():
         ("population_count_i32", lax.population_count, (INTS,)),
         ("population_count_u8", lax.population_count, (U8S,)),
         ("population_count_i8", lax.population_count, (INTS.astype(I8),)),
+        ("clz_i32", lax.clz, (INTS,)),
+        ("clz_u8", lax.clz, (U8S,)),
+        ("clz_i8", lax.clz, (INTS.astype(I8),)),
         *[(f"{n}_u8", bcast(getattr(lax, n)), (U8S[:, None], U8S[None, :]))
           for n in ("add", "sub", "div", "rem", "max", "min", "lt")],
         ("shift_right_logical_u8", bcast(lax.shift_right_logical),

@@ -21,6 +21,9 @@ from functrax.primitives.elementwise import (
     shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, stop_gradient,
     sub, tan, tanh,
 )
+from functrax.primitives.elementwise_extra import (
+    clz, complex, mulhi, reciprocal, reduce_precision,
+)
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,
     reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort,

@@ -10,6 +10,7 @@ from functrax.primitives.contraction import *  # noqa: F401,F403
 from functrax.primitives.contraction import dot_general_p  # noqa: F401
 from functrax.primitives.convolution import *  # noqa: F401,F403
 from functrax.primitives.elementwise import *  # noqa: F401,F403
+from functrax.primitives.elementwise_extra import *  # noqa: F401,F403
 from functrax.primitives.indexing import *  # noqa: F401,F403
 from functrax.primitives.reductions import *  # noqa: F401,F403
 from functrax.primitives.shape import *  # noqa: F401,F403

@@ -61,7 +61,7 @@ for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.is_finite_p, P.eq_p, P.ne
            P.le_p, P.gt_p, P.ge_p, P.and_p, P.or_p, P.xor_p, P.not_p, P.shift_left_p,
            P.shift_right_arithmetic_p, P.shift_right_logical_p, P.nextafter_p, P.argmax_p,
            P.argmin_p, P.reduce_and_p, P.reduce_or_p, P.reduce_xor_p, P.iota_p,
-           P.population_count_p):
+           P.population_count_p, P.clz_p):
     defjvp_zero(_p)
 # stop_gradient: the identity with a zero derivative; its rule rebinds it on the parent trace
 # so that outer differentiation levels see it too (JAX's _stop_gradient_jvp_rule)
@@ -240,6 +240,14 @@ deflinear_transpose(P.imag_p, lambda ct, x: [P.mul(
     P.convert_element_type(P.neg(ct), x.aval.dtype), _const(x, 1j))])
 deflinear(P.conj_p)
 deflinear_transpose(P.conj_p, lambda ct, x: [P.conj(ct) if _is_complex(x) else ct])
+deflinear(P.complex_p)
+# complex(x, y) = x + i y: its transpose is (Re ct, -Im ct) (JAX's convention, as imag's)
+deflinear_transpose(P.complex_p, lambda ct, x, y: [
+    _unbroadcast(x.aval, P.real(ct)) if is_undefined(x) else None,
+    _unbroadcast(y.aval, P.neg(P.imag(ct))) if is_undefined(y) else None])
+deflinear(P.reduce_precision_p)
+deflinear_transpose(P.reduce_precision_p, lambda ct, x, **params: [
+    P.reduce_precision_p.bind(ct, **params)])
 
 
 def _unbroadcast(aval, ct):

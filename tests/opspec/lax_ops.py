@@ -197,6 +197,20 @@ def _einsum_ref(spec, out_dtype=None):
     return ref
 
 
+def _clz_ref(x):
+    bits = x.dtype.itemsize * 8
+    mask = (1 << bits) - 1
+    return np.array([bits - (int(v) & mask).bit_length() for v in x.ravel()],
+                    x.dtype).reshape(x.shape)
+
+
+def _mulhi_ref(x, y):
+    x, y = np.broadcast_arrays(x, y)
+    bits = x.dtype.itemsize * 8
+    out = [(int(a) * int(b)) >> bits for a, b in zip(x.ravel(), y.ravel())]
+    return np.array(out, np.int64).astype(x.dtype).reshape(x.shape)
+
+
 def _spec(name, fn, ref, **kw):
     return OpSpec("lax_" + name, fn, ref, **kw)
 
@@ -255,6 +269,17 @@ UNARY = [
            domain=uniform(-100, 100)),
     _unary("population_count", lambda x: np.bitwise_count(x.view(f"u{x.itemsize}")).astype(
         x.dtype), dts=(I32, I8, U8), domain=uniform(-128, 127)),
+    _unary("clz", lambda x: _clz_ref(x), dts=(I32, I8, U8),
+           domain=cycle([0, 1, 2, 3, 64, 100, 127, -1, -128, -100])),
+    _spec("reduce_precision_f16", lambda x: lax.reduce_precision(x, 5, 10),
+          lambda x: x.astype(np.float16).astype(x.dtype), shapes=UN,
+          domain=cycle([1.0009765625, 1.00048828125, 3.14159, -2.7e4, 7e-5, 0.1, -0.0, 7e4]),
+          atol=0, rtol=0, primitives=("reduce_precision",)),
+    _spec("reduce_precision_bf16", lambda x: lax.reduce_precision(x, 8, 7),
+          lambda x: x.astype(BF16).astype(x.dtype), shapes=UN, domain=uniform(-1e3, 1e3),
+          atol=0, rtol=0, primitives=("reduce_precision",)),
+    _unary("reciprocal", lambda x: (1.0 / x.astype(np.float64)).astype(x.dtype),
+           domain=nonzero(), prim="integer_pow"),
     _unary("erf", in_f64(_erf), domain=uniform(-3.0, 3.0)),
     _unary("erfc", in_f64(_erfc), domain=uniform(-2.0, 4.0), atol=1e-6),
     _unary("erf_inv", in_f64(_erf_inv), domain=uniform(-0.99, 0.99), atol=1e-5, rtol=1e-4),
@@ -317,6 +342,10 @@ BINARY = [
     _binary("max", np.maximum, dts=(F32, I32, BOOL)),
     _binary("min", np.minimum, dts=(F32, I32, BOOL)),
     _binary("atan2", np.arctan2),
+    _binary("complex", lambda x, y: (x + 1j * y.astype(np.float64)).astype(np.complex64)),
+    _spec("mulhi", lax.mulhi, lambda x, y: _mulhi_ref(x, y), shapes=BIN, dtypes=(I32, U8),
+          domain=cycle([0, 1, -1, 7, 2 ** 31 - 1, -(2 ** 31), 12345, 255, 200]),
+          primitives=("mul", "shift_right_logical")),
     _binary("nextafter", np.nextafter, domain=(uniform(), cycle([-np.inf, 0.0, 1.0, np.inf]))),
     _binary("bitwise_and", np.bitwise_and, dts=(I32, BOOL), prim="and",
             domain=uniform(-100, 100)),

@@ -6,12 +6,14 @@ rules of the core.
 
 - ``rules``: the table, elementwise / reduction / shape / indexing / contraction rules;
 - ``special_functions``: erf, erfc, erf_inv, lgamma, digamma on numpy arrays;
+- ``elementwise_extra``: clz, complex, reduce_precision;
 - ``gather_scatter``, ``prng``, ``linalg``, ``attention``, ``convolution``, ``windows``: those
   primitives' rules;
 - ``control_flow``, ``calls``: cond/while/scan and the call-like primitives;
 - ``executor``: the compiled program (buffer reuse, donation).
 """
 from functrax.lowering.numpy import rules  # noqa: F401
+from functrax.lowering.numpy import elementwise_extra  # noqa: F401
 from functrax.lowering.numpy import attention, gather_scatter, linalg, prng  # noqa: F401
 from functrax.lowering.numpy import convolution  # noqa: F401
 from functrax.lowering.numpy import windows  # noqa: F401

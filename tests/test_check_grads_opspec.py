@@ -33,6 +33,8 @@ _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the functio
 
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
+    "lax_top_k_ties_axis0": ("top_k of values with ties by design: a perturbation changes "
+                             "which element is selected"),
     **dict.fromkeys(("lax_reduce_precision_f16", "lax_reduce_precision_bf16"),
                     "rounding: piecewise constant, while its JVP passes the (rounded) tangent "
                     "through, as JAX's"),

@@ -21,12 +21,17 @@ from functrax.primitives.elementwise import (
     shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, stop_gradient,
     sub, tan, tanh,
 )
+from functrax.primitives.compositions import (
+    batch_matmul, broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, dtype,
+    dynamic_update_index_in_dim, empty, index_take, scatter_apply, scatter_sub,
+    shape_as_value, sort_key_val, split, stack, stage, tile, unstack,
+)
 from functrax.primitives.elementwise_extra import (
     clz, complex, mulhi, reciprocal, reduce_precision,
 )
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,
-    reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort,
+    reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort, top_k,
 )
 from functrax.primitives.shape import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, full_like,
@@ -58,8 +63,8 @@ from functrax.primitives.windows import (
     select_and_scatter_add_p,
 )
 from functrax.primitives.collectives import (
-    all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, pshuffle, psum,
-    psum_scatter,
+    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
+    pswapaxes, psum, psum_scatter,
 )
 from functrax.primitives.prng import bitcast_convert_type
 from functrax.control_flow.cond import cond, cond_p, switch

@@ -197,6 +197,11 @@ def _einsum_ref(spec, out_dtype=None):
     return ref
 
 
+def _top_k_ref(x, k):
+    idx = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, -1), idx.astype(np.int32)
+
+
 def _clz_ref(x):
     bits = x.dtype.itemsize * 8
     mask = (1 << bits) - 1
@@ -343,6 +348,21 @@ BINARY = [
     _binary("min", np.minimum, dts=(F32, I32, BOOL)),
     _binary("atan2", np.arctan2),
     _binary("complex", lambda x, y: (x + 1j * y.astype(np.float64)).astype(np.complex64)),
+    _spec("top_k", lambda x: lax.top_k(x, 2), lambda x: _top_k_ref(x, 2),
+          shapes=(((5,),), ((3, 4),)), dtypes=(F32, I32), domain=distinct(),
+          primitives=("top_k",)),
+    _spec("top_k_ties_axis0", lambda x: lax.top_k(x, 2, axis=0),
+          lambda x: tuple(np.moveaxis(r, -1, 0) for r in _top_k_ref(np.moveaxis(x, 0, -1), 2)),
+          shapes=(((4, 3),),), dtypes=(F32,), domain=cycle([1.0, 2.0, 2.0, 0.5]),
+          primitives=("top_k",)),
+    _spec("tile", lambda x: lax.tile(x, (2, 3)), lambda x: np.tile(x, (2, 3)),
+          shapes=(((3,),), ((2, 3),)), dtypes=(F32, I32), primitives=("broadcast_in_dim",)),
+    _spec("collapse", lambda x: lax.collapse(x, 1), lambda x: x.reshape(x.shape[0], -1),
+          shapes=(((2, 3, 4),),), primitives=("reshape",)),
+    _spec("split", lambda x: tuple(lax.split(x, (1, 3), axis=1)),
+          lambda x: (x[:, :1], x[:, 1:]), shapes=(((2, 4),),), primitives=("slice",)),
+    _spec("batch_matmul", lax.batch_matmul, lambda a, b: np.matmul(a, b),
+          shapes=(((2, 3, 4), (2, 4, 5)),), primitives=("dot_general",)),
     _spec("mulhi", lax.mulhi, lambda x, y: _mulhi_ref(x, y), shapes=BIN, dtypes=(I32, U8),
           domain=cycle([0, 1, -1, 7, 2 ** 31 - 1, -(2 ** 31), 12345, 255, 200]),
           primitives=("mul", "shift_right_logical")),

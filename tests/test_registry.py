@@ -149,6 +149,8 @@ EXEMPT_TRITON = {
                     "a LAPACK decomposition: a listed numpy fallback"),
     **dict.fromkeys(("real", "imag", "complex"),
                     "complex operands or results: Triton has no complex type"),
+    "optimization_barrier": ("an identity the fusion plan does not look through: a listed "
+                             "numpy step between kernels"),
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
     "reduce_precision": ("rounding on the bits of narrow float formats: a listed numpy "
                          "fallback (rare: precision experiments)"),

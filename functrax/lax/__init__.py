@@ -27,8 +27,10 @@ from functrax.primitives.compositions import (
     shape_as_value, sort_key_val, split, stack, stage, tile, unstack,
 )
 from functrax.primitives.elementwise_extra import (
-    clz, complex, mulhi, reciprocal, reduce_precision,
+    RoundingMethod, clz, complex, mulhi, reciprocal, reduce_precision,
 )
+from functrax.primitives.barrier import optimization_barrier
+from functrax.primitives.rng_bit_generator import RandomAlgorithm, rng_bit_generator
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,
     reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort, top_k,
@@ -43,7 +45,7 @@ from functrax.primitives.indexing import (
     dynamic_update_slice_in_dim,
 )
 from functrax.primitives.contraction import (
-    dot, dot_general,
+    DotDimensionNumbers, Precision, PrecisionLike, dot, dot_general,
 )
 from functrax.primitives.convolution import (
     ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers,
@@ -70,6 +72,7 @@ from functrax.primitives.prng import bitcast_convert_type
 from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan
+from functrax.control_flow.associative_scan import associative_scan, platform_dependent
 from functrax.lax import linalg
 
 

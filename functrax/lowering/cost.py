@@ -92,7 +92,7 @@ def _window(eqn):
 # what each family costs; the primitives below that differ from their family override it
 _FAMILY_COSTS = {
     Family.ELEMENTWISE: _elementwise, Family.TRANSCENDENTAL: _transcendental,
-    Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free,
+    Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free, Family.BARRIER: _free,
     Family.REDUCTION: _reduction, Family.CUMULATIVE: _reduction, Family.COLLECTIVE: _reduction,
     Family.WINDOW: _window,
 }

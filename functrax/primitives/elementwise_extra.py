@@ -8,11 +8,20 @@ Array([31, 23, 32], dtype=int32)
 """
 from __future__ import annotations
 
+import enum
+
 from functrax import core
 from functrax.primitives.define import (
     FLOATING, INTEGRAL, Family, ShapedArray, check_dtype, new_primitive, np,
 )
 from functrax.primitives import elementwise as _ew
+
+class RoundingMethod(enum.IntEnum):
+    """How ``lax.round`` rounds halfway values."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
 
 clz_p = _ew.unop("clz", INTEGRAL)
 
@@ -115,5 +124,5 @@ def mulhi(x, y):
     return _ew.add(_ew.add(_ew.mul(x1, y1), w2), shr(w1, c(half)))
 
 
-__all__ = ["clz_p", "complex_p", "reduce_precision_p", "clz", "complex", "reduce_precision",
+__all__ = ["RoundingMethod", "clz_p", "complex_p", "reduce_precision_p", "clz", "complex", "reduce_precision",
            "reciprocal", "mulhi"]

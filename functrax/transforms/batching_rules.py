@@ -147,6 +147,8 @@ def _top_k_rule(axis, vals, dims, *, k):
 
 
 vmap_rules[P.top_k_p] = _top_k_rule
+vmap_rules[P.optimization_barrier_p] = lambda axis, vals, dims: (
+    P.optimization_barrier_p.bind(*vals), list(dims))
 
 # --- shape ---
 

@@ -44,6 +44,7 @@ UNFUSIBLE_FAMILIES = {
     Family.LINALG: "linear algebra decomposition: numpy fallback",
     Family.PRNG: "threefry2x32: multi-result integer hash (its own kernel)",
     Family.FUSED: "a fused pattern: one hand-written kernel of its own",
+    Family.BARRIER: "optimization_barrier: no fusion or reordering across it",
 }
 
 # primitive -> its own reason (more precise than its family's)

@@ -313,6 +313,7 @@ def _top_k(x, *, k):
 
 
 numpy_rules[P.top_k_p] = _top_k
+numpy_rules[P.optimization_barrier_p] = lambda *xs: list(xs)
 
 
 # --- shape ---

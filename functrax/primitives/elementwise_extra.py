@@ -124,5 +124,5 @@ def mulhi(x, y):
     return _ew.add(_ew.add(_ew.mul(x1, y1), w2), shr(w1, c(half)))
 
 
-__all__ = ["RoundingMethod", "clz_p", "complex_p", "reduce_precision_p", "clz", "complex", "reduce_precision",
-           "reciprocal", "mulhi"]
+__all__ = ["RoundingMethod", "clz_p", "complex_p", "reduce_precision_p", "clz", "complex",
+           "reduce_precision", "reciprocal", "mulhi"]

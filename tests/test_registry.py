@@ -145,6 +145,11 @@ EXEMPT_TRITON = {
                     "a LAPACK decomposition: a listed numpy fallback"),
     **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
+    **dict.fromkeys(("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+                     "regularized_incomplete_beta", "zeta", "polygamma"),
+                    "an iterative special function (series / continued fraction summed until "
+                    "each element converges): an opaque group, a listed numpy fallback "
+                    "(UNFUSIBLE_PRIMITIVES in lowering/fusion/tables.py)"),
 }
 
 

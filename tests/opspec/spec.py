@@ -102,7 +102,7 @@ class OpSpec:
 
 
 ALL_FAMILIES = ("elementwise", "reductions", "shape_ops", "creation", "linalg", "indexing",
-                "sorting", "lax_ops", "control_flow", "nn", "random")
+                "sorting", "lax_ops", "control_flow", "nn", "random", "scipy_special")
 
 
 def all_specs():

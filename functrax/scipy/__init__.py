@@ -1,0 +1,2 @@
+"""``functrax.scipy``: scipy-like APIs (as ``jax.scipy``)."""
+from functrax.scipy import special  # noqa: F401

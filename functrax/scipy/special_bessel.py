@@ -5,7 +5,9 @@ harmonics, as ``jax.scipy.special``.
 - ``i0e``/``i1e`` bind ``lax.bessel_i0e``/``lax.bessel_i1e``; ``i0``/``i1`` multiply by
   ``exp(|x|)``.
 - ``bessel_jn``: JAX's algorithm, Miller's backward recurrence ``J_{k-1} = 2k/z J_k -
-  J_{k+1}`` from ``k = n_iter`` (a ``scan``), normalized by ``J_0 + 2 sum J_{2k} = 1``.
+  J_{k+1}`` from ``k = n_iter`` (a ``scan``), normalized by ``J_0 + 2 sum J_{2k} = 1``; the
+  recurrence is rescaled by 2**-40 whenever it grows past 2**40 (JAX's overflows float32
+  for small ``|z|``, giving NaN), and ``z == 0`` gives ``(1, 0, ..., 0)``.
 - ``sph_harm_y``: the orthonormalized associated Legendre functions by their three-term
   recurrences (the diagonal ``P_m^m`` with the Condon-Shortley phase, then up in degree), per
   element, to the static maximum degree ``n_max``.
@@ -80,8 +82,8 @@ def bessel_jn(z, *, v, n_iter=50):
 
     >>> import functrax.numpy as fnp
     >>> bessel_jn(fnp.array([1.0]), v=1)
-    Array([[0.7651977],
-           [0.4400506]], dtype=float32)
+    Array([[0.7651977 ],
+           [0.44005057]], dtype=float32)
     """
     (z,) = promote("bessel_jn", z)
     if dtypes.issubdtype(core.get_aval(z).dtype, np.complexfloating):
@@ -90,17 +92,24 @@ def bessel_jn(z, *, v, n_iter=50):
     n_iter = concrete(int, n_iter, "Argument n_iter of bessel_jn.")
     zero = z == 0
     zs = fnp.where(zero, const(z, 1.0), z)
+    big = const(z, 2.0 ** 40)
 
     def body(carry, k):
-        f0, f1, bs = carry
+        f0, f1, bs, rescales = carry
         f = 2.0 * (k + 1.0) * f1 / zs - f0
         bs = fnp.where(fnp.fmod(k, 2) == 0, bs + 2.0 * f, bs)
-        return (f1, f, bs), f
+        # rescale by 2**-40 when the recurrence grows large (it would overflow float32);
+        # each output remembers how many rescales preceded it (powers of 2: exact)
+        grow = fnp.abs(f) > big
+        s = fnp.where(grow, 1 / big, const(z, 1.0))
+        return (f1 * s, f * s, bs * s, rescales + grow.astype(f.dtype)), (f, rescales)
 
-    init = (fnp.zeros_like(zs), fnp.full_like(zs, 1e-16), fnp.zeros_like(zs))
+    init = (fnp.zeros_like(zs), fnp.full_like(zs, 1e-16), fnp.zeros_like(zs),
+            fnp.zeros_like(zs))
     ks = fnp.arange(n_iter + 1, dtype=core.get_aval(z).dtype)
-    (_, _, bs), j_vals = lax.scan(body, init, ks, reverse=True)
-    out = j_vals[:v + 1] / (bs - j_vals[0])
+    (_, _, bs, n_final), (j_vals, n_before) = lax.scan(body, init, ks, reverse=True)
+    f_zero = j_vals[0] * lax.exp2(-40.0 * (n_final - n_before[0]))
+    out = j_vals[:v + 1] * lax.exp2(-40.0 * (n_final - n_before[:v + 1])) / (bs - f_zero)
     at_zero = (fnp.arange(v + 1) == 0).astype(out.dtype)
     at_zero = fnp.reshape(at_zero, (v + 1,) + (1,) * core.get_aval(z).ndim)
     return fnp.where(zero, at_zero, out)

@@ -205,7 +205,7 @@ def multigammaln(a, d):
     sum_{i<d} gammaln(a - i / 2)``; ``d`` is a concrete int.
 
     >>> round(float(multigammaln(3.0, 2)), 6)
-    1.265512
+    1.550195
     """
     d = concrete(int, d, "d argument of multigammaln")
     a, d_ = promote("multigammaln", a, d)

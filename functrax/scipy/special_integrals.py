@@ -368,7 +368,7 @@ def spence(x):
       TypeError: for other dtypes (as JAX).
 
     >>> round(float(spence(0.5)), 6)
-    0.582241
+    0.58224
     """
     x = fnp.asarray(x)
     dtype = core.get_aval(x).dtype

@@ -6,7 +6,7 @@ input), after Hare (1997) as scipy's ``loggamma``:
   ``Re > 7`` otherwise, with ``2 pi i`` added back for every crossing of the product's
   argument over the negative real axis (so the branch stays the principal one);
 - the reflection ``log pi - log sin(pi z) - log Gamma(1 - z)`` (plus ``2 pi i
-  floor(Re z / 2 + 1/4)`` with the sign of ``Im z``) for ``Re z < 0.1``.
+  floor(Re z / 2 + 1/4)`` with the sign of ``Im z``) for ``Re z < 0.1`` and ``|Im z| <= 7``.
 
 Poles (non-positive integers) give NaN + NaN i, as scipy.
 """
@@ -83,7 +83,7 @@ def _right(z):
 def complex_loggamma(z):
     """The principal branch of log Gamma of a complex array (see the module docstring)."""
     x, y = fnp.real(z), fnp.imag(z)
-    left = x < 0.1
+    left = (x < 0.1) & (fnp.abs(y) <= 7)  # Stirling's series first for |Im z| > 7, as scipy
     z_right = fnp.where(left, 1 - z, z)  # the reflection's log Gamma(1 - z) has Re > 0.9
     lg = _right(z_right)
     tmp = fnp.where(fnp.signbit(y), -2 * np.pi, 2 * np.pi) * fnp.floor(0.5 * x + 0.25)

@@ -11,6 +11,9 @@ carried along for the gradient modes. Differences from XLA:
   ``a log x - x - lgamma(a)`` (which loses ``a eps`` relative accuracy near ``x = a``);
 - ``random_gamma_grad`` does not skip elements whose prefactor underflows (the prefactor
   cancels from its ratio);
+- ``Q`` for ``a < 1/2``, ``x <= 1`` is ``-expm1(u) - exp(u) a sum_{n>=1} (-x)**n / (n!
+  (a+n))`` with ``u = a log x - lgamma(1 + a)`` (``lgamma(1 + a)`` by its Taylor series),
+  not ``1 - P``, which loses ``log10(1 / Q)`` digits when ``Q`` is small (``a -> 0``);
 - iterations run until each element converges (relative change below eps), at most
   ``MAX_ITERATIONS``, on the elements still running only.
 
@@ -23,6 +26,7 @@ import numpy as np
 from functrax.lowering.numpy.special_functions import (
     EPS64, as_f64, digamma64, finish, lgamma64, log1pmx, stirling_correction,
 )
+from functrax.lowering.numpy.special_zeta_bessel import zeta64
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "log_igamma_prefactor",
            "MAX_ITERATIONS"]
@@ -126,6 +130,32 @@ def _continued_fraction(a, x, active, deriv):
     return state["ans"], state["dans"]
 
 
+# (-1)**k zeta(k) / k, k = 2..63: lgamma(1 + a) = -euler a + sum_k c_k a**k for |a| < 1
+_LGAMMA1P = tuple(float(c) for c in (-1.0) ** np.arange(2, 64) * zeta64(
+    np.arange(2, 64, dtype=np.float64), np.ones(62)) / np.arange(2, 64))
+_EULER = 0.5772156649015329
+
+
+def _lgamma1p(a):
+    """``lgamma(1 + a)`` for ``|a| <= 1/2``, without the rounding of ``1 + a``."""
+    total = np.zeros_like(a)
+    for c in reversed(_LGAMMA1P):
+        total = (total + c) * a
+    return (total - _EULER) * a
+
+
+def _q_small_a(a, x):
+    """``Q(a, x)`` for ``0 < a < 1/2``, ``0 < x <= 1`` (see the module docstring)."""
+    with np.errstate(all="ignore"):
+        u = a * np.log(x) - _lgamma1p(a)
+        total = np.zeros_like(x)
+        term = np.ones_like(x)
+        for n in range(1, 40):  # x <= 1: x**n / n! < 1e-48 by n = 40
+            term = term * (-x) / n
+            total = total + term / (a + n)
+        return -np.expm1(u) - np.exp(u) * a * total
+
+
 def _domain(a, x):
     nan = np.isnan(a) | np.isnan(x)
     return nan | (x < 0) | (a < 0) | ((a == 0) & (x == 0))
@@ -153,8 +183,12 @@ def _value(a, x, lower):
         f, _ = _continued_fraction(a, x, use_cf, False)
         p_series = pre * s / a
         q_cf = pre * f
-        out = np.where(use_cf, 1.0 - q_cf, p_series) if lower else np.where(
-            use_cf, q_cf, 1.0 - p_series)
+        if lower:
+            out = np.where(use_cf, 1.0 - q_cf, p_series)
+        else:
+            small_a = use_series & (a < 0.5) & (x <= 1)
+            q_small = _q_small_a(np.where(small_a, a, 0.25), np.where(small_a, x, 0.5))
+            out = np.where(use_cf, q_cf, np.where(small_a, q_small, 1.0 - p_series))
     p_edge = np.where((x == 0) | ((a == np.inf) & (x < np.inf)), 0.0, 1.0)
     out = np.where(ok, out, p_edge if lower else 1.0 - p_edge)
     out = np.where((a == np.inf) & (x == np.inf), np.nan, out)

@@ -18,6 +18,15 @@ bind the ``lax`` primitives of the same names (numpy rules in
 ``functrax.numpy`` operations, so every function jits, vmaps and (where JAX does)
 differentiates.
 
+Accuracy (tests/test_scipy_special.py, against scipy.special over whole domains and tails):
+float64 within about 1e-13 relative almost everywhere (1e-11 to 1e-9 where scipy itself is
+the less accurate one: far tails of gammainc/gammaincc/betaln/hyp2f1); float32 within a few
+ulp of the rounded float64 value for the primitives (computed in float64, rounded once) and
+the well-conditioned compositions. Compositions evaluated in float32 inherit their
+formulas' conditioning: ``exp(lgamma(x))`` (gamma, factorial, beta, comb, poch: up to about
+100 ulp for large arguments), cancellation near a function's zeros (expi, Ci, logit,
+rel_entr, kl_div) and in ``hyp1f1``/``hyp2f1`` with sign-alternating series.
+
 >>> from functrax.scipy import special
 >>> round(float(special.gammainc(2.0, 1.0)), 6)
 0.264241

@@ -17,6 +17,10 @@ EXEMPT_JVP = {
     "fused_attention": ("lowering-internal: made by the attention pass "
                         "(functrax/passes/attention.py) after every transformation ran, so "
                         "never differentiated"),
+    "igamma_grad_a": ("as JAX: the a-derivative of igamma has no derivative rule itself "
+                      "(second derivatives of gammainc in a raise)"),
+    "random_gamma_grad": ("as JAX's random_gamma_grad: the reparameterization gradient of "
+                          "gamma samples is not differentiated again"),
 }
 
 # primitive name -> why it needs no transpose rule although listed (or built) as linear.

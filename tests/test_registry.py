@@ -161,6 +161,11 @@ EXEMPT_TRITON = {
                       "have kernels (lowering/triton/windows.py)"),
     "reduce": ("lax.reduce with a general computation (a traced scalar sub-jaxpr): a listed "
                "numpy fallback; its monoids bind reduce_sum/_max/... , which have kernels"),
+    **dict.fromkeys(("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+                     "regularized_incomplete_beta", "zeta", "polygamma"),
+                    "an iterative special function (series / continued fraction summed until "
+                    "each element converges): an opaque group, a listed numpy fallback "
+                    "(UNFUSIBLE_PRIMITIVES in lowering/fusion/tables.py)"),
 }
 
 

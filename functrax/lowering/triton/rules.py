@@ -482,7 +482,7 @@ deftemplate(P.asinh_p, _asinh())
 deftemplate(P.acosh_p, _acosh())
 deftemplate(P.atanh_p, _atanh())
 deftemplate(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
-deftemplate(P.erfc_p, "1.0 - tl.erf({0})")
+# erfc: rules_special_functions (float64, no cancellation of 1 - erf(x) for large x)
 deftemplate(P.square_p, "{0} * {0}")
 deftemplate(P.not_p, "~{0}", SI, U)
 deftemplate(P.not_p, "{0} == 0", B)

@@ -144,6 +144,7 @@ EXEMPT_TRITON = {
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
                     "a LAPACK decomposition: a listed numpy fallback"),
     **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
+    "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "

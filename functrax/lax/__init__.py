@@ -59,6 +59,7 @@ from functrax.primitives.collectives import (
     psum_scatter,
 )
 from functrax.primitives.prng import bitcast_convert_type
+from functrax.primitives.fft import FftType, fft, fft_p
 from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan

@@ -34,7 +34,7 @@ LINEAR = {
     "transpose", "squeeze", "expand_dims", "rev", "concatenate", "pad", "slice",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter",
     "scatter-mul", "dot_general", "conv_general_dilated", "custom_lin", "reduce_window_sum",
-    "select_and_gather_add", "select_and_scatter_add",
+    "select_and_gather_add", "select_and_scatter_add", "fft",
 }
 
 PRIMS = sorted(primitive_registry.items())

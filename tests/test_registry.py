@@ -154,6 +154,7 @@ EXEMPT_TRITON = {
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
     "reduce_precision": ("rounding on the bits of narrow float formats: a listed numpy "
                          "fallback (rare: precision experiments)"),
+    "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "

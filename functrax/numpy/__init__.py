@@ -29,3 +29,4 @@ from functrax.numpy.linalg_ops import *  # noqa: F401,F403,E402
 from functrax.numpy.convolution import *  # noqa: F401,F403,E402
 from functrax.numpy.indexing import *  # noqa: F401,F403,E402
 from functrax.numpy import linalg  # noqa: F401,E402
+from functrax.numpy import fft  # noqa: F401,E402

@@ -103,7 +103,7 @@ class OpSpec:
 
 ALL_FAMILIES = ("elementwise", "reductions", "shape_ops", "creation", "linalg", "indexing",
                 "sorting", "lax_ops", "control_flow", "nn", "random", "convolution",
-                "windows", "scipy_linalg", "scipy_special")
+                "windows", "scipy_linalg", "scipy_special", "fft")
 
 
 def all_specs():

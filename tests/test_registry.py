@@ -152,8 +152,6 @@ EXEMPT_TRITON = {
     "optimization_barrier": ("an identity the fusion plan does not look through: a listed "
                              "numpy step between kernels"),
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
-    "reduce_precision": ("rounding on the bits of narrow float formats: a listed numpy "
-                         "fallback (rare: precision experiments)"),
     "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",

@@ -162,14 +162,16 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out,
                        "fan_avg": (fan_in + fan_out) / 2}[mode]
-        variance = scale / denominator
+        # rounded as JAX does (the variance in ``dt``, then sqrt and divide in ``dt``), so
+        # the samples are bit-identical to JAX's for the same key
+        variance = fnp.array(scale / denominator, dt)
         rnd = _random()
         if distribution == "truncated_normal":
-            stddev = fnp.array(math.sqrt(variance) / _TRUNC_STD, dt)
+            stddev = fnp.sqrt(variance) / fnp.array(_TRUNC_STD, dt)
             return rnd.truncated_normal(key, -2, 2, shape, dt) * stddev
         if distribution == "normal":
-            return rnd.normal(key, shape, dt) * fnp.array(math.sqrt(variance), dt)
-        return rnd.uniform(key, shape, dt, -1) * fnp.array(math.sqrt(3 * variance), dt)
+            return rnd.normal(key, shape, dt) * fnp.sqrt(variance)
+        return rnd.uniform(key, shape, dt, -1) * fnp.sqrt(3 * variance)
     return init
 
 

@@ -10,7 +10,8 @@ TARGETS = {"jax.random": 0.93, "jax.nn": 0.85, "jax.numpy.linalg": 0.83, "jax.tr
            # the direct convolutions (4 of 10 names; fftconvolve and the spectral functions
            # come with the FFT issue)
            "jax.scipy.signal": 0.4,
-           "jax.scipy.linalg": 1.0, "jax.scipy.optimize": 1.0, "jax.lax.linalg": 1.0}
+           "jax.scipy.linalg": 1.0, "jax.scipy.optimize": 1.0, "jax.lax.linalg": 1.0,
+           "jax.example_libraries.stax": 1.0, "jax.example_libraries.optimizers": 1.0}
 
 
 def test_report_prints(capsys):

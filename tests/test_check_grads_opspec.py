@@ -66,6 +66,8 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_prod": _GENERAL_WINDOW,
     "reduce_window_argmax": _GENERAL_WINDOW,
     "reduce_window_logsumexp": _GENERAL_WINDOW,
+    "sort_complex_ties": ("complex values with tied real parts by design (the order is "
+                          "lexicographic): a perturbation reorders them"),
 }
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are

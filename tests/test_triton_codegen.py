@@ -184,6 +184,9 @@ def _lax_programs():
         ("population_count_i32", lax.population_count, (INTS,)),
         ("population_count_u8", lax.population_count, (U8S,)),
         ("population_count_i8", lax.population_count, (INTS.astype(I8),)),
+        ("clz_i32", lax.clz, (INTS,)),
+        ("clz_u8", lax.clz, (U8S,)),
+        ("clz_i8", lax.clz, (INTS.astype(I8),)),
         *[(f"{n}_u8", bcast(getattr(lax, n)), (U8S[:, None], U8S[None, :]))
           for n in ("add", "sub", "div", "rem", "max", "min", "lt")],
         ("shift_right_logical_u8", bcast(lax.shift_right_logical),
@@ -199,6 +202,8 @@ def _lax_programs():
         ("lgamma_f32", lax.lgamma, (SPECIAL,), 1e-5, 1e-5),
         ("digamma_f32", lax.digamma, (SPECIAL,), 1e-5, 1e-5),
         ("erf_inv_f32", lax.erf_inv, (SPECIAL,), 1e-5, 1e-6),
+        ("bessel_i0e_f32", lax.bessel_i0e, (SPECIAL,), 1e-6, 1e-6),
+        ("bessel_i1e_f32", lax.bessel_i1e, (SPECIAL,), 1e-6, 1e-6),
         ("conj_f32", lambda x: lax.conj(x) * 2.0, (SPECIAL,)),
         ("nextafter_f32", bcast(lax.nextafter), (SPECIAL[:, :1], SPECIAL[:1, :]), 0.0, 0.0),
         # same-width bitcasts, compared bit for bit (with a float16 register widened to f32)

@@ -29,6 +29,7 @@ from functrax.numpy.linalg_ops import *  # noqa: F401,F403,E402
 from functrax.numpy.convolution import *  # noqa: F401,F403,E402
 from functrax.numpy.indexing import *  # noqa: F401,F403,E402
 from functrax.numpy import linalg  # noqa: F401,E402
+from functrax.numpy import fft  # noqa: F401,E402
 # the rest of jax.numpy's names, one module per family
 from functrax.numpy.dtype_helpers import bool  # noqa: F401,E402,A004
 from functrax.numpy.array_edit import *  # noqa: F401,F403,E402

@@ -482,7 +482,7 @@ deftemplate(P.asinh_p, _asinh())
 deftemplate(P.acosh_p, _acosh())
 deftemplate(P.atanh_p, _atanh())
 deftemplate(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
-deftemplate(P.erfc_p, "1.0 - tl.erf({0})")
+# erfc: rules_special_functions (float64, no cancellation of 1 - erf(x) for large x)
 deftemplate(P.square_p, "{0} * {0}")
 deftemplate(P.not_p, "~{0}", SI, U)
 deftemplate(P.not_p, "{0} == 0", B)
@@ -540,6 +540,26 @@ def _population_count(ctx):
 
 
 deftemplate(P.population_count_p, _population_count)
+
+
+def _clz(ctx):
+    """Leading zeros: the highest 1 bit smeared to the right, then the SWAR count of ones."""
+    bits = np.dtype(ctx.in_avals[0].dtype).itemsize * 8
+    wide = bits == 64
+    w, ones, top = ("tl.uint64", 0x0101010101010101, 56) if wide else ("tl.uint32", 0x01010101, 24)
+    s = Steps()
+    u = s.let(f"{{0}}.to({{UT}}, bitcast=True).to({w})")
+    shift = 1
+    while shift < bits:
+        u = s.let(f"{u} | ({u} >> {shift})")
+        shift *= 2
+    pairs = s.let(f"{u} - (({u} >> 1) & {0x55 * ones})")
+    nibbles = s.let(f"({pairs} & {0x33 * ones}) + (({pairs} >> 2) & {0x33 * ones})")
+    octets = s.let(f"({nibbles} + ({nibbles} >> 4)) & {0x0F * ones}")
+    return s.result(f"({bits} - (({octets} * {ones}) >> {top}).to(tl.int32)).to({{T}})")
+
+
+deftemplate(P.clz_p, _clz)
 for _p, _op in ((P.eq_p, "=="), (P.ne_p, "!="), (P.lt_p, "<"), (P.le_p, "<="),
                 (P.gt_p, ">"), (P.ge_p, ">=")):
     deftemplate(_p, f"{{0}} {_op} {{1}}")

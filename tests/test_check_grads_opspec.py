@@ -71,6 +71,8 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_prod": _GENERAL_WINDOW,
     "reduce_window_argmax": _GENERAL_WINDOW,
     "reduce_window_logsumexp": _GENERAL_WINDOW,
+    "sort_complex_ties": ("complex values with tied real parts by design (the order is "
+                          "lexicographic): a perturbation reorders them"),
     **dict.fromkeys(("special_betainc", "lax_betainc"), (
         "the derivatives in a and b raise ValueError (as JAX); special_betainc_x checks x")),
     **dict.fromkeys(("special_gammainc", "special_gammaincc", "lax_igamma", "lax_igammac"), (

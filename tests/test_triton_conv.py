@@ -101,7 +101,7 @@ def test_operand_producers_reductions_and_other_convs_stay_outside():
 # --- random convolutions against the numpy backend ---
 
 
-@settings(max_examples=25, **_SETTINGS)
+@settings(max_examples=40, **_SETTINGS)
 @given(data=st.data())
 def test_property_kernel_matches_numpy_backend(data):
     lhs_shape, rhs_shape, kw = data.draw(conv_cases())
@@ -126,7 +126,7 @@ def _cast(x, dtype):
     return (x * 3).astype(dtype) if np.dtype(dtype).kind in "iu" else x.astype(dtype)
 
 
-@settings(max_examples=15, **_SETTINGS)
+@settings(max_examples=25, **_SETTINGS)
 @given(data=st.data())
 def test_property_dtypes_match_numpy_backend(data):
     lhs_shape, rhs_shape, kw = data.draw(conv_cases(max_spatial=2))

@@ -5,7 +5,7 @@ prologue and epilogue, matmuls and convolutions with epilogue, opaque single equ
 - ``planner``: ``plan_fusion`` and the greedy grouping (re-exports the public names);
 - ``tables``: how each primitive fuses, derived from its family;
 - ``analysis`` + ``views`` / ``reductions`` / ``matmul`` / ``conv`` / ``gather`` /
-  ``bitcast``: the iteration-space analysis of a group, one part per kind of equation (tables keyed by
-  primitive: view-axis rules, data-dependent views);
+  ``bitcast``: the iteration-space analysis of a group, one part per kind of equation
+  (tables keyed by primitive: view-axis rules, data-dependent views);
 - ``types`` / ``config``: the plan's data types, the planner's configuration and errors.
 """

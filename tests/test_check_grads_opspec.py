@@ -31,8 +31,14 @@ _GENERAL_WINDOW = ("reduce_window with a general computation: reverse mode is un
 _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the function is not "
          "locally constant")
 
+_CALLBACK = ("a host callback: not differentiable (JAX's ValueError, tested in "
+             "tests/test_callbacks.py); pure_callback_custom_jvp is the differentiable form")
+
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
+    **dict.fromkeys(("pure_callback_sequential", "pure_callback_sequential_unrolled",
+                     "pure_callback_expand_dims", "pure_callback_broadcast_all",
+                     "pure_callback_legacy_vectorized", "io_callback_unordered"), _CALLBACK),
     "rint_halves": _STEP,
     "lax_sign": _STEP + " (the domain cycles through 0)",
     "lax_round_away_from_zero": _STEP + " (the domain cycles through halves)",

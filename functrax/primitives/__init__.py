@@ -22,3 +22,4 @@ from functrax.primitives.linalg import *  # noqa: F401,F403,E402
 from functrax.primitives.control_flow import *  # noqa: F401,F403,E402
 from functrax.primitives.calls import *  # noqa: F401,F403,E402
 from functrax.primitives.attention import *  # noqa: F401,F403,E402
+from functrax.primitives.callbacks import *  # noqa: F401,F403,E402

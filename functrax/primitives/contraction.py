@@ -6,6 +6,7 @@ from functrax.primitives.define import (
 )
 from functrax import core
 from functrax import dtypes
+from functrax.config import config
 
 dot_general_p = new_primitive("dot_general", family=Family.CONTRACTION)
 
@@ -44,8 +45,19 @@ def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
 
 # --- wrappers that bind the primitives (re-exported by functrax.lax) ---
 
+def default_precision():
+    """The precision recorded for ``precision=None`` (``default_matmul_precision``): None,
+    a pair of a legacy name (``("float32", "float32")``) or a dot-algorithm preset name."""
+    p = config.read("default_matmul_precision")
+    if p is None or p.isupper():
+        return p
+    return (p, p)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """Contract ``lhs`` and ``rhs``: ``dimension_numbers = ((lc, rc), (lb, rb))``."""
+    if precision is None:
+        precision = default_precision()
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
@@ -65,5 +77,5 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
                        preferred_element_type)
 
 __all__ = [
-    "dot_general_p", "dot_general_shape", "dot_general", "dot",
+    "dot_general_p", "dot_general_shape", "dot_general", "dot", "default_precision",
 ]

@@ -353,9 +353,11 @@ _PRECISION_STRINGS = ("bfloat16", "tensorfloat32", "float32", "default", "high",
 
 
 def canonicalize_precision(precision):
-    """None, or a hashable pair of per-operand precisions (a single value applies to both)."""
+    """None, or a hashable pair of per-operand precisions (a single value applies to both);
+    None means ``default_matmul_precision`` (as JAX)."""
     if precision is None:
-        return None
+        from functrax.primitives.contraction import default_precision
+        return default_precision()
     if isinstance(precision, str):
         if precision.lower() not in _PRECISION_STRINGS:
             raise ValueError(f"Precision argument must be one of {_PRECISION_STRINGS} (or a "

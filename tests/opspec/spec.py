@@ -103,7 +103,7 @@ class OpSpec:
 
 ALL_FAMILIES = ("elementwise", "reductions", "shape_ops", "creation", "linalg", "indexing",
                 "sorting", "lax_ops", "control_flow", "nn", "random", "convolution",
-                "windows")
+                "windows", "callbacks")
 
 
 def all_specs():

@@ -220,3 +220,13 @@ def test_callback_jaxprs_print_their_params():
     g = lambda x: io_callback(np.sin, SDS((3,), F32), x, ordered=True)  # noqa: E731
     text = str(functrax.make_jaxpr(g)(fnp.ones(3)))
     assert "io_callback[" in text and "ordered=True" in text
+
+
+def test_io_callback_in_a_vmapped_cond_with_batched_predicate_raises():
+    def f(p, x):
+        return lax.cond(p, lambda v: io_callback(lambda a: np.asarray(a), SDS((), F32), v),
+                        lambda v: v, x)
+    with pytest.raises(NotImplementedError, match="IO effect not supported in vmap-of-cond."):
+        functrax.vmap(f)(fnp.array([True, False]), fnp.ones(2))
+    out = functrax.vmap(f, in_axes=(None, 0))(True, fnp.ones(2))  # an unbatched predicate
+    assert out.tolist() == [1.0, 1.0]

@@ -25,8 +25,8 @@ from functrax.core.array import Array, is_concrete_array, to_numpy_value  # noqa
 from functrax.core.trace import (  # noqa: F401
     EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
     abstract_eval_cached, axis_env, axis_frame, check_special, current_trace, eager_rule,
-    ensure_no_leaks, extend_axis_env, is_arraylike, new_trace, register_eager_rules,
-    set_current_trace, set_eager_placement, special_checks_enabled,
+    ensure_no_leaks, extend_axis_env, is_arraylike, new_trace, no_abstract_eval_cache,
+    register_eager_rules, set_current_trace, set_eager_placement, special_checks_enabled,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401

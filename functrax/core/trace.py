@@ -240,6 +240,10 @@ def eager_rule(prim):
 
 _AE_CACHE: dict = {}
 
+# primitives whose params hold user objects (host callbacks: Python functions that may close
+# over large arrays): never memoized, so the cache keeps none of them alive
+no_abstract_eval_cache: set = set()
+
 
 def abstract_eval_cached(prim, avals: tuple, params: dict):
     """``prim.abstract_eval`` memoized on (primitive, avals, params) for eager dispatch."""
@@ -251,7 +255,7 @@ def abstract_eval_cached(prim, avals: tuple, params: dict):
     except TypeError:  # unhashable params
         return abstract_eval(prim, avals, params)
     out = abstract_eval(prim, avals, params)
-    if any(True for _ in sub_jaxprs(params)):
+    if prim in no_abstract_eval_cache or any(True for _ in sub_jaxprs(params)):
         return out  # call-like: new jaxprs each call would keep executables alive in the cache
     if len(_AE_CACHE) > 20000:
         _AE_CACHE.clear()

@@ -24,7 +24,7 @@ its kernels.
 """
 from __future__ import annotations
 
-from functrax.core import Effect, effect_rules
+from functrax.core import Effect, effect_rules, no_abstract_eval_cache
 from functrax.core.jaxpr import pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.primitives.define import Family, new_primitive
 from functrax.tree_util import tree_leaves, tree_unflatten
@@ -72,6 +72,8 @@ debug_callback_p = new_primitive("debug_callback", multiple_results=True, family
 debug_print_p = new_primitive("debug_print", multiple_results=True, family=Family.CALLBACK)
 pure_callback_p = new_primitive("pure_callback", multiple_results=True, family=Family.CALLBACK)
 io_callback_p = new_primitive("io_callback", multiple_results=True, family=Family.CALLBACK)
+
+no_abstract_eval_cache.update((debug_callback_p, debug_print_p, pure_callback_p, io_callback_p))
 
 # JAX's pure_callback vmap_method values (None: vmap raises)
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",

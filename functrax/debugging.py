@@ -174,14 +174,16 @@ config._watchers.append(_on_config_update)
 def print_environment_info(return_string: bool = False):
     """The versions of functrax and its dependencies, the devices and the platform (printed,
     or returned with ``return_string=True``)."""
-    import functrax
+    # the package is imported by now (this is its attribute); read it without an import
+    # (which would be a cycle between functrax and this module)
+    version = getattr(sys.modules.get("functrax"), "__version__", "unknown")
     try:
         import triton
         triton_version = triton.__version__
     except ImportError:  # pragma: no cover - triton is a dependency
         triton_version = "not installed"
     devs = _devices.local_devices()
-    text = (f"functrax:    {functrax.__version__}\n"
+    text = (f"functrax:    {version}\n"
             f"numpy:       {np.__version__}\n"
             f"triton:      {triton_version}\n"
             f"python:      {sys.version}\n"

@@ -455,7 +455,8 @@ def test_trace_context_flags_retrace_jit():
     m = fnp.ones((2, 2))
     assert "precision" not in g.lower(m, m).as_text()
     with functrax.default_matmul_precision("float32"):
-        assert "precision=('float32', 'float32')" in g.lower(m, m).as_text()
+        assert ("precision=(<Precision.HIGHEST: 2>, <Precision.HIGHEST: 2>)"
+                in g.lower(m, m).as_text())
 
 
 # --- debug_nans / debug_infs ---
@@ -545,12 +546,14 @@ def test_default_matmul_precision_recorded():
     x = fnp.ones((2, 2))
     with functrax.default_matmul_precision("highest"):
         eqn = functrax.make_jaxpr(fnp.matmul)(x, x).eqns[0]
-        assert eqn.params["precision"] == ("highest", "highest")
+        highest = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
+        assert eqn.params["precision"] == highest
         conv = functrax.make_jaxpr(lambda a, w: lax.conv_general_dilated(a, w, (1,), "VALID"))(
             fnp.ones((1, 1, 4)), fnp.ones((1, 1, 2))).eqns[0]
-        assert conv.params["precision"] == ("highest", "highest")
+        assert conv.params["precision"] == highest
         explicit = functrax.make_jaxpr(lambda a, b: lax.dot(a, b, precision="bfloat16"))(x, x)
-        assert explicit.eqns[0].params["precision"] == "bfloat16"
+        default = (lax.Precision.DEFAULT, lax.Precision.DEFAULT)
+        assert explicit.eqns[0].params["precision"] == default
     assert functrax.make_jaxpr(fnp.matmul)(x, x).eqns[0].params["precision"] is None
 
 

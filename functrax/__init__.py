@@ -43,5 +43,17 @@ from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
 from functrax import flatten_util  # noqa: F401
 from functrax import image, scipy  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
+# debugging: host callbacks, debug.print/callback/breakpoint, config context managers
+from functrax import debug, experimental  # noqa: F401
+from functrax.callbacks import pure_callback  # noqa: F401
+from functrax.config import (  # noqa: F401
+    check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
+    enable_checks, enable_x64, ensure_compile_time_eval, explain_cache_misses, log_compiles,
+    numpy_dtype_promotion, numpy_rank_promotion,
+)
+from functrax.debugging import (  # noqa: F401
+    default_device, device_get, live_arrays, named_call, named_scope, print_environment_info,
+    typeof,
+)
 
 __version__ = "0.1.0"

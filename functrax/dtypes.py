@@ -116,6 +116,10 @@ def is_python_scalar(x) -> bool:
     return type(x) in _PY_SCALAR_TYPES
 
 
+class TypePromotionError(ValueError):
+    """No implicit promotion path between the dtypes (``numpy_dtype_promotion('strict')``)."""
+
+
 # --- the promotion lattice (JAX's, "jnp.promote_types") ---
 # Nodes are numpy dtypes plus the weak categories "i*", "f*", "c*".
 _I, _F, _C = "i*", "f*", "c*"
@@ -154,6 +158,28 @@ def _lattice():
 _UPPER = _lattice()
 
 
+def _strict_lattice():
+    """JAX's lattice under ``jax_numpy_dtype_promotion='strict'``: a (strong) dtype promotes
+    to nothing else; weakly typed Python scalars take the dtype of their own kind or above
+    (an int to any int, float or complex; a float to any float or complex)."""
+    nodes = [n for n in _UPPER if not isinstance(n, str)]
+    ints = [n for n in nodes if n.kind in "iu"]
+    floats = [n for n in nodes if n.kind == "f" or n == np.dtype(bfloat16 or float32)]
+    cplx = [n for n in nodes if n.kind == "c"]
+    upper = {n: frozenset({n}) for n in nodes}
+    upper[_C] = frozenset([_C, *cplx])
+    upper[_F] = frozenset([_F, *floats]) | upper[_C]
+    upper[_I] = frozenset([_I, *ints]) | upper[_F]
+    return upper
+
+
+_STRICT_UPPER = _strict_lattice()
+
+
+def _node_str(n) -> str:
+    return {_I: "<class 'int'>", _F: "<class 'float'>", _C: "<class 'complex'>"}.get(n, str(n))
+
+
 def _node(dtype: np.dtype, weak: bool):
     if not weak:
         return dtype
@@ -168,13 +194,24 @@ def _node(dtype: np.dtype, weak: bool):
 
 
 @functools.lru_cache(maxsize=4096)
-def _join(nodes: tuple):
-    common = functools.reduce(frozenset.intersection, (_UPPER[n] for n in nodes))
+def _join(nodes: tuple, strict: bool = False):
+    upper = _STRICT_UPPER if strict else _UPPER
+    common = functools.reduce(frozenset.intersection, (upper[n] for n in nodes))
     # the least upper bound is the common bound whose own upper set contains all others
     for c in common:
-        if _UPPER[c] >= common:
+        if upper[c] >= common:
             return c
+    if strict:
+        names = tuple(_node_str(n) for n in nodes)
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path when "
+            "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+            "output type, or set jax_numpy_dtype_promotion=standard.")
     raise TypeError(f"no common type for {nodes}")  # pragma: no cover - lattice is complete
+
+
+def _strict() -> bool:
+    return config.read("numpy_dtype_promotion") == "strict"
 
 
 def _node_to_dtype(node) -> tuple[np.dtype, bool]:
@@ -193,7 +230,7 @@ def promote_types(a, b) -> np.dtype:
     >>> promote_types("uint8", "int8")
     dtype('int16')
     """
-    node = _join((np.dtype(a), np.dtype(b)))
+    node = _join((np.dtype(a), np.dtype(b)), _strict())
     if node == _F:
         return np.dtype(float64)
     return node
@@ -201,13 +238,13 @@ def promote_types(a, b) -> np.dtype:
 
 def result_dtype_and_weak(*pairs: tuple) -> tuple[np.dtype, bool]:
     """Join ``(dtype, weak_type)`` pairs; returns the canonical result dtype and weakness."""
-    return _result_cached(pairs, config.enable_x64)
+    return _result_cached(pairs, config.enable_x64, _strict())
 
 
 @functools.lru_cache(maxsize=4096)
-def _result_cached(pairs, x64):
+def _result_cached(pairs, x64, strict=False):
     nodes = tuple(_node(np.dtype(dt), w) for dt, w in pairs)
-    node = nodes[0] if len(nodes) == 1 else _join(nodes)
+    node = nodes[0] if len(nodes) == 1 else _join(nodes, strict)
     dtype, weak = _node_to_dtype(node)
     return canonicalize_dtype(dtype), weak
 

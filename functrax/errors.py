@@ -84,9 +84,15 @@ class NonConcreteBooleanIndexError(IndexError):
 
 
 class UnexpectedTracerError(Exception):
-    """A tracer was used outside the transformation that created it (it leaked)."""
+    """A tracer was used outside the transformation that created it (it leaked).
+
+    ``UnexpectedTracerError(message)`` (a str) carries ``message`` as it is (the tracer-leak
+    check's report)."""
 
     def __init__(self, tracer, detail: str = ""):
+        if isinstance(tracer, str):
+            super().__init__(tracer)
+            return
         info = getattr(tracer._trace, "debug_info", None)
         where = (f"The function being traced when the value leaked was {info.func_src()} "
                  f"traced for {info.traced_for}.\n") if info is not None else ""

@@ -31,12 +31,18 @@ _GENERAL_WINDOW = ("reduce_window with a general computation: reverse mode is un
 _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the function is not "
          "locally constant")
 
+_CALLBACK = ("a host callback: not differentiable (JAX's ValueError, tested in "
+             "tests/test_callbacks.py); pure_callback_custom_jvp is the differentiable form")
+
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
     **dict.fromkeys(("linalg_eigvals", "linalg_eig_residual"), (
         "eig's JVP computes eigenvectors, whose derivatives are not implemented (JAX's "
         "NotImplementedError): eigenvalues are differentiable once, tested as "
         "scipy_linalg_lax_eigvals in tests/test_scipy_linalg.py")),
+    **dict.fromkeys(("pure_callback_sequential", "pure_callback_sequential_unrolled",
+                     "pure_callback_expand_dims", "pure_callback_broadcast_all",
+                     "pure_callback_legacy_vectorized", "io_callback_unordered"), _CALLBACK),
     "lax_top_k_ties_axis0": ("top_k of values with ties by design: a perturbation changes "
                              "which element is selected"),
     **dict.fromkeys(("lax_reduce_precision_f16", "lax_reduce_precision_bf16"),

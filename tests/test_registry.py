@@ -40,6 +40,9 @@ _COLLECTIVE = ("collective over a named axis: executed by the vmap rule / the pm
 EXEMPT.update({name: _COLLECTIVE for name in _COLLECTIVES})
 EXEMPT["xla_pmap"] = ("call-like primitive mapped over devices (one thread per device); "
                       "tested in tests/test_pmap.py")
+EXEMPT.update(dict.fromkeys(("debug_callback", "debug_print"), (
+    "a host callback with no results (debug.callback / debug.print): what it prints and "
+    "when is tested in tests/test_debugging.py")))
 EXEMPT["fused_attention"] = ("lowering-internal: made by the attention pass "
                              "(functrax/passes/attention.py) after every transformation ran, "
                              "never bound by user code; tested in "

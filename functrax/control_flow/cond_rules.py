@@ -17,6 +17,7 @@ from functrax.control_flow.cond import cond_p, join_closed
 from functrax.core import ClosedJaxpr, Jaxpr, Var, typematch
 from functrax.core.tracing import trace_to_jaxpr
 from functrax.transforms.ad import jvp_jaxpr_nz
+from functrax.primitives.callbacks import IOEffect, OrderedIOEffect
 from functrax.transforms.batching import batch_jaxpr, bdim_at_front, matchaxis, vmap_rules
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.partial_eval import partial_eval_closed, partial_eval_rules
@@ -178,7 +179,10 @@ def _bcast_to(pred, like):
 
 
 def _vmap_batched_index(axis, vals, dims, branches):
-    """A batched index: run every branch on the whole batch and select per example."""
+    """A batched index: run every branch on the whole batch and select per example (an IO
+    callback in a branch cannot run for the examples that do not take it: JAX's error)."""
+    if any(isinstance(e, (IOEffect, OrderedIOEffect)) for b in branches for e in b.effects):
+        raise NotImplementedError("IO effect not supported in vmap-of-cond.")
     size = axis.size
     index = bdim_at_front(vals[0], dims[0], size)
     ops = [bdim_at_front(x, d, size) for x, d in zip(vals[1:], dims[1:])]

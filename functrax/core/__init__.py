@@ -17,14 +17,16 @@ from functrax.core.avals import (  # noqa: F401
     ShapedArray, get_aval, raise_to_shaped, scalar_aval, typematch,
 )
 from functrax.core.jaxpr import (  # noqa: F401
-    ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr, jaxpr_as_fun, sub_jaxprs,
+    ClosedJaxpr, Effect, Jaxpr, JaxprEqn, Literal, Var, effect_rules, eqn_effects, eval_jaxpr,
+    has_effects, has_ordered_effects, jaxpr_as_fun, jaxpr_effects, no_effects, sub_jaxprs,
 )
 from functrax.core.device import Device  # noqa: F401
 from functrax.core.array import Array, is_concrete_array, to_numpy_value  # noqa: F401
 from functrax.core.trace import (  # noqa: F401
     EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
-    abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,
-    is_arraylike, new_trace, register_eager_rules, set_current_trace,
+    abstract_eval_cached, axis_env, axis_frame, check_special, current_trace, eager_rule,
+    ensure_no_leaks, extend_axis_env, is_arraylike, new_trace, no_abstract_eval_cache,
+    register_eager_rules, set_current_trace, set_eager_placement, special_checks_enabled,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401

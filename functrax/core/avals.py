@@ -54,7 +54,8 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-    __str__ = str_short
+    def __str__(self):  # as JAX: print(functrax.typeof(x)) shows float32[3]
+        return self.str_short(short_dtypes=False)
 
 
 _SCALAR_AVALS: dict = {}

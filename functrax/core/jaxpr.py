@@ -10,8 +10,16 @@ ba, bb, ...), sub-jaxprs continue the naming of their parent, outputs that nothi
 print as ``_``, literals print with their type (``2.0:f32[]``), params are sorted and broken
 onto lines when they do not fit. Per-primitive printing lives in the ``pp_param_rules``
 table.
+
+Effects: an equation may have side effects (a debug print, an IO callback): ``effect_rules``
+(primitive -> ``fn(params) -> frozenset`` of :class:`Effect`) says which; an equation holding
+sub-jaxprs (jit, scan, cond, ...) has theirs too. ``eqn.effects`` / ``jaxpr.effects`` read
+them; the passes never drop, merge, fold or duplicate an effectful equation, and the
+executors keep the ordered ones in program order.
 """
 from __future__ import annotations
+
+import weakref
 
 from functrax import pretty_printer as pp
 from functrax.core.avals import ShapedArray
@@ -59,6 +67,11 @@ class JaxprEqn:
         d.update(kw)
         return JaxprEqn(**d)
 
+    @property
+    def effects(self) -> frozenset:
+        """The side effects of this equation (its sub-jaxprs' included)."""
+        return eqn_effects(self)
+
     def __repr__(self):
         return pp_eqn_str(self)
 
@@ -77,8 +90,11 @@ class Jaxpr:
 
     in_avals = property(lambda self: [v.aval for v in self.invars])
     out_avals = property(lambda self: [v.aval for v in self.outvars])
+    effects = property(lambda self: jaxpr_effects(self))
 
-    def pretty_print(self, width: int = 80) -> str:
+    def pretty_print(self, width: int = 80, **options) -> str:
+        """The program as JAX prints it. JAX's printing options (``name_stack``,
+        ``source_info``, ``print_shapes``, ...) are accepted; none changes the text."""
         return pp_jaxpr_str(self, width)
 
     def __str__(self):
@@ -104,11 +120,12 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    effects = property(lambda self: jaxpr_effects(self.jaxpr))
     literals = property(lambda self: [v for e in self.jaxpr.eqns for v in e.invars
                                       if isinstance(v, Literal)])
 
-    def pretty_print(self, width: int = 80) -> str:
-        return self.jaxpr.pretty_print(width)
+    def pretty_print(self, width: int = 80, **options) -> str:
+        return self.jaxpr.pretty_print(width, **options)
 
     def __str__(self):
         return self.jaxpr.pretty_print()
@@ -153,6 +170,78 @@ def sub_jaxprs(params):
             for x in v:
                 if isinstance(x, (Jaxpr, ClosedJaxpr)):
                     yield x.jaxpr if isinstance(x, ClosedJaxpr) else x
+
+
+# --- effects ---
+
+
+class Effect:
+    """A side effect of an equation. Subclasses set ``name`` (how JAX prints it, e.g.
+    ``Debug``) and ``ordered`` (ordered effects run in program order among themselves);
+    every instance of one subclass is the same effect.
+
+    >>> class Demo(Effect):
+    ...     name = "Demo"
+    >>> str(Demo()), Demo() == Demo()
+    ('Demo', True)
+    """
+
+    __slots__ = ()
+    name = "Effect"
+    ordered = False
+
+    def __str__(self):
+        return self.name
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+no_effects: frozenset = frozenset()
+
+# primitive -> fn(params) -> frozenset of Effects of one of its equations (filled where the
+# effectful primitives are defined; a sub-jaxpr's effects are added by eqn_effects)
+effect_rules: dict = {}
+
+_JAXPR_EFFECTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def eqn_effects(eqn) -> frozenset:
+    """The effects of ``eqn``: its primitive's (``effect_rules``) and its sub-jaxprs'."""
+    rule = effect_rules.get(eqn.primitive)
+    effects = rule(eqn.params) if rule is not None else no_effects
+    for sub in sub_jaxprs(eqn.params):
+        inner = jaxpr_effects(sub)
+        if inner:
+            effects = effects | inner
+    return effects
+
+
+def jaxpr_effects(jaxpr: Jaxpr) -> frozenset:
+    """The union of the effects of ``jaxpr``'s equations (memoized per jaxpr object)."""
+    hit = _JAXPR_EFFECTS.get(jaxpr)
+    if hit is not None and hit[0] == len(jaxpr.eqns):
+        return hit[1]
+    effects = no_effects
+    for e in jaxpr.eqns:
+        effects = effects | eqn_effects(e)
+    _JAXPR_EFFECTS[jaxpr] = (len(jaxpr.eqns), effects)
+    return effects
+
+
+def has_effects(eqn) -> bool:
+    """Whether ``eqn`` has a side effect (never dropped, merged, folded or duplicated)."""
+    return bool(eqn_effects(eqn))
+
+
+def has_ordered_effects(eqn) -> bool:
+    """Whether ``eqn`` has an ordered effect (kept in program order with the others)."""
+    return any(e.ordered for e in eqn_effects(eqn))
 
 
 # --- printing ---
@@ -240,6 +329,8 @@ def pp_eqn(eqn, ctx, unused=frozenset()) -> pp.Doc:
     rule = pp_param_rules.get(eqn.primitive)
     params = rule(eqn, ctx) if rule else pp_kv_pairs(sorted_params(eqn.params), ctx)
     rhs = [pp.text(eqn.primitive.name), params, pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    if not eqn.outvars:  # an equation run for its effect only: JAX prints no "="
+        return pp.concat(rhs)
     return pp.concat([lhs, pp.text(" = "), *rhs])
 
 

@@ -32,6 +32,7 @@ class Family(enum.Enum):
     LINALG = "linalg"                  # matrix decompositions and solves
     PRNG = "prng"                      # the threefry2x32 block cipher
     FUSED = "fused"                    # made by a lowering pattern pass (fused_attention)
+    CALLBACK = "callback"              # Python run on the host: debug print, pure/io callbacks
     BARRIER = "barrier"                # optimization_barrier: an identity nothing looks into
 
     def __repr__(self):

@@ -11,11 +11,15 @@ environment read by the collectives.
 """
 from __future__ import annotations
 
+import gc
 import threading
+import types
 from contextlib import contextmanager
 
 import numpy as np
 
+from functrax import dtypes
+from functrax.config import config
 from functrax.errors import (
     ConcretizationTypeError,
     MissingRuleError,
@@ -236,6 +240,10 @@ def eager_rule(prim):
 
 _AE_CACHE: dict = {}
 
+# primitives whose params hold user objects (host callbacks: Python functions that may close
+# over large arrays): never memoized, so the cache keeps none of them alive
+no_abstract_eval_cache: set = set()
+
 
 def abstract_eval_cached(prim, avals: tuple, params: dict):
     """``prim.abstract_eval`` memoized on (primitive, avals, params) for eager dispatch."""
@@ -247,12 +255,90 @@ def abstract_eval_cached(prim, avals: tuple, params: dict):
     except TypeError:  # unhashable params
         return abstract_eval(prim, avals, params)
     out = abstract_eval(prim, avals, params)
-    if any(True for _ in sub_jaxprs(params)):
+    if prim in no_abstract_eval_cache or any(True for _ in sub_jaxprs(params)):
         return out  # call-like: new jaxprs each call would keep executables alive in the cache
     if len(_AE_CACHE) > 20000:
         _AE_CACHE.clear()
     _AE_CACHE[key] = out
     return out
+
+
+# --- debug_nans / debug_infs: every eager primitive's outputs are checked ---
+
+# [debug_nans, debug_infs], mirrored from the config (read on every eager primitive)
+_SPECIAL = [False, False]
+
+
+def _on_config_update(name, value):
+    if name in ("debug_nans", "debug_infs"):
+        _SPECIAL[name == "debug_infs"] = bool(value)
+
+
+config._watchers.append(_on_config_update)
+
+
+def special_checks_enabled() -> bool:
+    """Whether ``debug_nans`` or ``debug_infs`` is on."""
+    return _SPECIAL[0] or _SPECIAL[1]
+
+
+def check_special(name: str, values) -> None:
+    """Raise ``FloatingPointError`` (JAX's text) when an inexact array of ``values`` holds a
+    NaN (``debug_nans``) or an inf (``debug_infs``); ``name`` is what produced it."""
+    for v in values:
+        a = v if type(v) is np.ndarray else np.asarray(v)
+        if not dtypes.is_inexact(a.dtype):
+            continue
+        if _SPECIAL[0] and np.isnan(a).any():
+            raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+        if _SPECIAL[1] and np.isinf(a).any():
+            raise FloatingPointError(f"invalid value (inf) encountered in {name}")
+
+
+# --- where eager results live: the host, or the default device (default_device) ---
+
+# [None] (the host) or [fn(Array) -> Array placing it]: set by the public API while the
+# default device is not the host
+_PLACE = [None]
+
+
+def set_eager_placement(place) -> None:
+    """Place every eager result with ``place(array)`` (None: leave them on the host)."""
+    _PLACE[0] = place
+
+
+# --- check_tracer_leaks: at the end of a transformation, no tracer of it may be alive ---
+
+
+def ensure_no_leaks(trace) -> None:
+    """With ``check_tracer_leaks`` on: raise ``UnexpectedTracerError`` when a tracer of the
+    (ended) ``trace`` is still referenced. Call it once the transformation dropped its own
+    references (its locals) to its tracers."""
+    if not config.read("check_tracer_leaks"):
+        return
+    gc.collect()
+    leaked = [r for r in gc.get_referrers(trace) if isinstance(r, Tracer) and r._trace is trace]
+    if leaked:
+        msgs = []
+        for t in leaked:
+            msgs.append(f"{t}\n{_why_alive(t, leaked)}")
+        raise UnexpectedTracerError(
+            f"Leaked trace {trace.describe()}. Leaked tracer(s):\n\n" + "\n\n".join(msgs)
+            + "\nA function transformed by functrax stored a traced value (in a global, a "
+            "closure, an object attribute, a list, ...) that outlives the transformation. "
+            "Return the value instead, or pass it in as an argument.")
+
+
+def _why_alive(tracer, leaked) -> str:
+    holders = []
+    for r in gc.get_referrers(tracer):
+        if r is leaked or isinstance(r, (Tracer, types.FrameType, types.GeneratorType)):
+            continue
+        if isinstance(r, dict) and "__name__" in r:
+            holders.append(f"the globals of module {r['__name__']}")
+        else:
+            holders.append(f"a {type(r).__name__}")
+    return "It is referenced by: " + (", ".join(holders) or "(nothing found)") + "."
 
 
 def abstract_eval(prim, avals, params):
@@ -285,9 +371,14 @@ class EvalTrace(Trace):
         if rule is None:
             raise MissingRuleError("eager evaluation (numpy backend)", prim)
         out = rule(*vals, **params)
+        if _SPECIAL[0] or _SPECIAL[1]:
+            check_special(prim.name, out if prim.multiple_results else [out])
+        place = _PLACE[0]
         if prim.multiple_results:
-            return [_wrap(o, a, prim) for o, a in zip(out, out_aval)]
-        return _wrap(out, out_aval, prim)
+            outs = [_wrap(o, a, prim) for o, a in zip(out, out_aval)]
+            return outs if place is None else [place(o) for o in outs]
+        return _wrap(out, out_aval, prim) if place is None else place(
+            _wrap(out, out_aval, prim))
 
     def describe(self):
         return "EvalTrace"

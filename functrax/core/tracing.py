@@ -12,6 +12,7 @@ import inspect
 import numpy as np
 
 from functrax import core, dtypes
+from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Tracer, Var
 from functrax.tree_util import tree_flatten, tree_flatten_with_path, keystr, tree_unflatten
 
@@ -120,6 +121,10 @@ class DynamicJaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
+        if config.read("eager_constant_folding") and not any(
+                isinstance(x, Tracer) for x in args):  # ensure_compile_time_eval
+            with core.set_current_trace(core.EVAL_TRACE):
+                return prim.bind(*args, **params)
         invars = [self.atom(x) for x in args]
         out = core.abstract_eval(prim, [v.aval for v in invars], params)
         outs = out if prim.multiple_results else [out]
@@ -170,6 +175,8 @@ def trace_to_jaxpr(flat_fun, in_avals, debug_info=None):
         in_tracers = [trace.new_arg(a) for a in in_avals]
         outs = flat_fun(*in_tracers)
         closed = trace.to_jaxpr(outs)
+    del in_tracers, outs
+    core.ensure_no_leaks(trace)
     return closed
 
 

@@ -95,7 +95,7 @@ _FAMILY_COSTS = {
     Family.ELEMENTWISE: _elementwise, Family.TRANSCENDENTAL: _transcendental,
     Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free, Family.BARRIER: _free,
     Family.REDUCTION: _reduction, Family.CUMULATIVE: _reduction, Family.COLLECTIVE: _reduction,
-    Family.WINDOW: _window,
+    Family.WINDOW: _window, Family.CALLBACK: _free,
 }
 for _prim in P.primitive_registry.values():
     if _prim.family in _FAMILY_COSTS:

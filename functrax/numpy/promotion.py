@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
 from functrax import core, dtypes, lax
+from functrax.config import config
 from functrax.core import Array, Tracer
 from functrax.errors import ConcretizationTypeError
 
@@ -91,14 +93,40 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
 
 
+_RANK_DOC = "https://docs.jax.dev/en/latest/rank_promotion_warning.html"
+
+
+def check_rank_promotion(fun_name, shapes):
+    """JAX's ``jax_numpy_rank_promotion`` check: operands of different (nonzero) ranks."""
+    mode = config.read("numpy_rank_promotion")
+    if mode == "allow" or len({len(s) for s in shapes if s}) < 2:
+        return
+    shown = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                      f"{shown}. Set the jax_numpy_rank_promotion config option to 'allow' to "
+                      f"disable this warning; for more information, see {_RANK_DOC}.",
+                      stacklevel=4)
+    else:
+        raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                         f"{shown} and with the config option jax_numpy_rank_promotion="
+                         f"'raise'. For more information, see {_RANK_DOC}.")
+
+
 def promote_shapes(fun_name, *args):
-    """Broadcast arguments to a common shape; rank-0 operands are left as they are."""
+    """Broadcast arguments to a common shape; rank-0 operands are left as they are.
+
+    Raises:
+      ValueError: for operands of different ranks under ``numpy_rank_promotion('raise')``
+        (``'warn'`` warns), as JAX.
+    """
     if len(args) < 2:
         return list(args)
     shapes = [shape_of(x) for x in args]
     nonscalar = {tuple(s) for s in shapes if s != ()}
     if len(nonscalar) <= 1:
         return list(args)
+    check_rank_promotion(fun_name, shapes)
     result = broadcast_shapes_named(fun_name, *shapes)
     return [x if s == () or tuple(s) == result else broadcast_to_shape(x, result)
             for x, s in zip(args, shapes)]

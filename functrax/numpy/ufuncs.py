@@ -19,7 +19,7 @@ import numpy as np
 from functrax import core, dtypes, lax
 from functrax.core import Array, Tracer
 from functrax.numpy.promotion import (
-    broadcast_shapes_named, broadcast_to_shape, check_arraylike,
+    broadcast_shapes_named, broadcast_to_shape, check_arraylike, check_rank_promotion,
     promote_args, promote_args_inexact, promote_args_numeric, promote_dtypes,
     promote_dtypes_inexact, promote_dtypes_numeric, promote_shapes, shape_of,
 )
@@ -94,6 +94,7 @@ def _N(name, *args):
 
 def _broadcast_all(name, *args):
     """Broadcast every argument (rank-0 ones too) to the common shape."""
+    check_rank_promotion(name, [shape_of(a) for a in args])
     shape = broadcast_shapes_named(name, *[shape_of(a) for a in args])
     return [broadcast_to_shape(_asarray(a), shape) for a in args]
 

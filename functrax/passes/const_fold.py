@@ -11,8 +11,9 @@ replaces (``GROWTH`` times), and never beyond ``MAX_ELEMENTS``: ``fnp.zeros((409
 stays a ``broadcast_in_dim`` instead of becoming a 64 MiB constant.
 
 Never folded: primitives in ``no_fold`` (``copy`` asks for a fresh buffer; collectives need
-a named-axis environment), effectful ones (``dce.effectful``), call-like equations holding
-sub-jaxprs, and equations whose outputs are dead (DCE removes those).
+a named-axis environment; host callbacks run the user's Python at run time, not at compile
+time), equations with an effect (``eqn.effects``), call-like equations holding sub-jaxprs,
+and equations whose outputs are dead (DCE removes those).
 """
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ import numpy as np
 
 from functrax import core
 from functrax import primitives as P
-from functrax.core import Array, ClosedJaxpr, Jaxpr, Literal
-from functrax.passes.dce import effectful
+from functrax.core import Array, ClosedJaxpr, Jaxpr, Literal, has_effects
 from functrax.primitives import collectives as _collectives
 
 MAX_ELEMENTS = 1_000_000
@@ -29,8 +29,8 @@ SMALL_ELEMENTS = 1024
 GROWTH = 2
 
 # copy, and every collective (their values depend on the named-axis environment)
-no_fold: set = {P.copy_p} | {getattr(_collectives, n) for n in _collectives.__all__
-                             if n.endswith("_p")}
+no_fold: set = {P.copy_p, P.pure_callback_p} | {
+    getattr(_collectives, n) for n in _collectives.__all__ if n.endswith("_p")}
 
 _LITERAL_KINDS = "biufc"  # dtypes the tracer itself turns into literals
 
@@ -82,7 +82,7 @@ def const_fold(closed: ClosedJaxpr) -> ClosedJaxpr:
 def _live_vars(j: Jaxpr) -> set:
     live = {v for v in j.outvars if type(v) is not Literal}
     for eqn in reversed(j.eqns):
-        if eqn.primitive in effectful or any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effects(eqn):
             live.update(v for v in eqn.invars if type(v) is not Literal)
             live.update(eqn.outvars)
     return live
@@ -91,8 +91,7 @@ def _live_vars(j: Jaxpr) -> set:
 def _try_fold(eqn, known):
     """The output values of ``eqn`` if it can and should be folded, else None."""
     prim = eqn.primitive
-    if prim in no_fold or prim in effectful or any(
-            core.sub_jaxprs(eqn.params)):
+    if prim in no_fold or any(core.sub_jaxprs(eqn.params)) or has_effects(eqn):
         return None
     rule = core.eager_rule(prim)
     if rule is None:

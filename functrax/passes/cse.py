@@ -8,9 +8,9 @@ literals by value (bitwise) and type.
 
 What is never merged:
 
-* primitives in ``no_cse`` (``copy`` asks for a fresh buffer each time; random number
-  generation and other effects belong here too when they come) and effectful primitives
-  (``dce.effectful``). ``no_cse`` may hold primitives or primitive names.
+* primitives in ``no_cse`` (``copy`` asks for a fresh buffer each time) and equations with
+  an effect (``eqn.effects``: a debug print or IO callback runs once per equation, also one
+  inside a sub-jaxpr). ``no_cse`` may hold primitives or primitive names.
 * ``remat2``: rematerialization exists to *avoid* reuse, so two checkpointed calls are
   never merged, and CSE never looks inside any sub-jaxpr (so also not inside ``remat2``'s).
 
@@ -25,15 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import primitives as P
-from functrax.core import ClosedJaxpr, Jaxpr, Literal
-from functrax.passes.dce import effectful
+from functrax.core import ClosedJaxpr, Jaxpr, Literal, has_effects
 from functrax.passes.substitution import Substitution
 
 no_cse: set = {P.copy_p, P.remat_p}
 
 
-def _skip(prim) -> bool:
-    return prim in no_cse or prim in effectful
+def _skip(eqn) -> bool:
+    prim = eqn.primitive
+    return prim in no_cse or prim.name in no_cse or has_effects(eqn)
 
 
 def cse(jaxpr: Jaxpr) -> Jaxpr:
@@ -49,7 +49,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = subst.apply(eqn)
-        if not _skip(eqn.primitive):
+        if not _skip(eqn):
             key = _eqn_key(eqn)
             prev = seen.get(key) if key is not None else None
             if prev is not None:

@@ -3,17 +3,18 @@
 Higher-order primitives register a rule in ``dce_rules`` (next to their other rules, as
 ``inline.inlinable``): ``rule(used_outputs, eqn) -> (used_inputs, new_eqn)`` returns one
 bool per operand of ``eqn`` (is it still read) and the equation rewritten to produce only
-the used outputs (``eqn`` itself when nothing changes). The rule is called only when some
-output is used; it prunes its sub-jaxprs with :func:`dce_jaxpr`, so DCE is recursive. The
-control-flow rules (``scan``, ``while``, ``cond``) drop unused ys, dead carries and unused
-branch outputs, as JAX's ``dce_rules``.
+the used outputs (``eqn`` itself when nothing changes). The rule is called when some
+output is used or when the equation has an effect (then with every output unused); it
+prunes its sub-jaxprs with :func:`dce_jaxpr`, so DCE is recursive. The control-flow rules
+(``scan``, ``while``, ``cond``) drop unused ys, dead carries and unused branch outputs, as
+JAX's ``dce_rules``.
+
+An equation with an effect (``eqn.effects``, the IR's notion: a debug print, an IO
+callback, or a sub-jaxpr holding one) is never removed, and neither are the inputs it reads.
 """
 from __future__ import annotations
 
-from functrax.core import Jaxpr, Literal
-
-# primitives with side effects that must never be removed (none yet; e.g. debug callbacks)
-effectful: set = set()
+from functrax.core import Jaxpr, Literal, has_effects
 
 # primitive -> rule(used_outputs: list[bool], eqn) -> (used_inputs: list[bool], new eqn)
 dce_rules: dict = {}
@@ -37,12 +38,11 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> tuple[Jaxpr, list]:
     eqns, changed = [], not all_used
     for eqn in reversed(jaxpr.eqns):
         used_outs = [v in live for v in eqn.outvars]
-        effects = eqn.primitive in effectful
-        if not effects and not any(used_outs):
+        if not any(used_outs) and not has_effects(eqn):
             changed = True
             continue
         rule = dce_rules.get(eqn.primitive)
-        if rule is None or effects:
+        if rule is None:
             used_ins, new = [True] * len(eqn.invars), eqn
         else:
             used_ins, new = rule(used_outs, eqn)

@@ -9,6 +9,7 @@ from functrax.primitives.define import (
 )
 from functrax import core
 from functrax import dtypes
+from functrax.config import config
 
 dot_general_p = new_primitive("dot_general", family=Family.CONTRACTION)
 
@@ -82,11 +83,17 @@ DotDimensionNumbers = Tuple[Tuple[Sequence[int], Sequence[int]],
 def canonicalize_precision(precision):
     """None, or a pair of :class:`Precision` (one value applies to both operands).
 
+    ``None`` means the ``default_matmul_precision`` flag (as JAX): None when it is unset, its
+    pair of :class:`Precision`, or a dot-algorithm preset name (recorded as given).
+
     Raises:
       ValueError: for anything else (JAX's text).
     """
     if precision is None:
-        return None
+        default = config.read("default_matmul_precision")
+        if default is None or default.isupper():
+            return default
+        return canonicalize_precision(default)
     try:
         if isinstance(precision, (str, Precision)):
             p = Precision(precision)

@@ -215,9 +215,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
     On a GPU (``functrax.devices("gpu")[i]``) the result is a GPU-resident array
     (``.device`` is the GPU; ``np.asarray`` copies it back); on a CPU device it is a host
-    ``Array``. ``device=None`` means the default device (the first GPU when one is present,
-    else ``CpuDevice(id=0)``). ``src``, ``donate`` and ``may_alias`` are accepted for JAX
-    compatibility.
+    ``Array``. ``device=None`` means the default device (``functrax.default_device``; else
+    the first GPU when one is present, else ``CpuDevice(id=0)``). ``src``, ``donate`` and
+    ``may_alias`` are accepted for JAX compatibility.
 
     >>> import functrax
     >>> device_put(np.float32(1.5), functrax.devices()[0]).device
@@ -225,7 +225,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """
     from functrax.runtime.gpu_devices import put_leaf
     if device is None:
-        device = devices(default_backend())[0]
+        device = config.read("default_device")  # functrax.default_device(...)
+        if device is None or isinstance(device, str):
+            device = devices(None if device == "cpu" else device or default_backend())[0]
     if not isinstance(device, Device):
         raise TypeError(f"device_put: device must be a Device (an entry of functrax.devices() or "
                         f"functrax.devices('gpu')) or None, got {device!r} of type "

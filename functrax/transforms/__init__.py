@@ -24,5 +24,6 @@ from functrax.transforms import prng_rules as _prng_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules as _linalg_rules  # noqa: F401,E402
 from functrax.transforms import conv_rules as _conv_rules  # noqa: F401,E402
 from functrax.transforms import window_rules as _window_rules  # noqa: F401,E402
+from functrax.transforms import callback_rules as _callback_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules_more as _linalg_rules_more  # noqa: F401,E402
 from functrax.transforms import fft_rules as _fft_rules  # noqa: F401,E402

@@ -18,6 +18,8 @@ def jvp_flat(fun, primals, tangents):
                for p, t in zip(primals, tangents)]
         outs = fun(*ins)
         pairs = [trace.lift(o) for o in outs]
+    del ins, outs
+    core.ensure_no_leaks(trace)
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 

@@ -268,8 +268,10 @@ class JitFunction:
             return out_leaves
 
         closed = trace_to_jaxpr(flat_fun, list(avals), info)
+        if config.enable_checks:
+            core.check_jaxpr(closed)
         entry = _Entry(closed, out_tree_box[0], key, time.perf_counter() - t0,
-                       self.backend or _nested_backend(closed))
+                       self.backend or _nested_backend(closed) or _default_device_backend())
         if not entry.consts_are_tracers:  # closures over outer tracers are traced per call
             self._cache[key] = entry
             self._account(key, entry, info)
@@ -284,6 +286,8 @@ class JitFunction:
         if config.log_compiles:
             logger.warning("Compiling %s for jit (reason: %s); tracing took %.4f s",
                            self._name, reason, entry.trace_time)
+        elif config.explain_cache_misses and shared.compiles > 1:
+            logger.warning("TRACING CACHE MISS at %s because:\n  %s", info.func_src(), reason)
         if shared.compiles > config.jit_recompile_warn_threshold and not shared.warned:
             shared.warned = True
             warnings.warn(
@@ -312,7 +316,8 @@ class JitFunction:
                 key = None
             hit = self._fast.get(key) if key is not None else None
             if hit is not None and type(core.current_trace()) is core.EvalTrace and \
-                    not config.disable_jit and all(type(a) is Array for a in args):
+                    not config.disable_jit and all(type(a) is Array for a in args) and \
+                    not core.special_checks_enabled():
                 exe, out_avals, out_tree = hit
                 outs = [Array._make(v, a) for v, a in zip(
                     exe.run(*[a._value for a in args]), out_avals)]
@@ -322,6 +327,8 @@ class JitFunction:
         entry, leaves = self._entry(args, kwargs)
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
             outs = self._run(entry, leaves)
+            if core.special_checks_enabled():
+                _check_outputs(self._name, entry, leaves, outs)
             if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
                     not getattr(entry.exe, "device_outputs", False):
                 single = entry.out_tree.num_leaves == 1 and entry.out_tree == _LEAF
@@ -394,6 +401,35 @@ class JitFunction:
 
     def __repr__(self):
         return f"<functrax.jit of {self._name}>"
+
+
+def _default_device_backend():
+    """``"triton"`` when ``functrax.default_device`` is a GPU (jit runs there), else None."""
+    device = config.read("default_device")
+    platform = device if isinstance(device, str) else getattr(device, "platform", None)
+    return "triton" if platform in ("gpu", "cuda") else None
+
+
+_DEOPT = ("Because jax_config.debug_nans.value and/or config.jax_debug_infs is set, the "
+          "de-optimized function (i.e., the function as if the `jit` decorator were removed) "
+          "was called in an attempt to get a more precise error message. However, the "
+          "de-optimized function did not produce invalid values during its execution. This "
+          "behavior can result from `jit` optimizations causing the invalid value to be "
+          "produced. It may also arise from having nan/inf constants as outputs, like "
+          "`functrax.jit(lambda ...: functrax.numpy.nan)(...)`.")
+
+
+def _check_outputs(name, entry, leaves, outs):
+    """``debug_nans`` / ``debug_infs`` after a jitted call: on an invalid output, run the
+    traced program again op by op (its calls inlined), so the first primitive producing a
+    NaN / inf raises naming itself; if none does, say so (as JAX)."""
+    try:
+        core.check_special(f"jit({name})", [o._value for o in outs])
+    except FloatingPointError as e:
+        from functrax.passes.inline import inline_closed
+        closed = inline_closed(entry.closed)
+        core.eval_jaxpr(closed.jaxpr, closed.consts, *leaves)  # raises at the primitive
+        raise FloatingPointError(f"{e}. {_DEOPT}") from None
 
 
 def _to_np(x):

@@ -209,13 +209,13 @@ def partial_eval_closed(closed: core.ClosedJaxpr, unknowns, instantiate=False):
             unknown = pe.to_jaxpr([o for o, u in zip(outs, out_unk) if u])
         finally:
             pe.invalidate()
-        box["out_unknowns"], box["unknown"] = out_unk, unknown
+        # (the jaxpr only: its consts are this trace's tracers, returned as residuals)
+        box["out_unknowns"], box["unknown"] = out_unk, (unknown.jaxpr, len(unknown.consts))
         return [o for o, u in zip(outs, out_unk) if not u] + list(unknown.consts)
 
     known = trace_to_jaxpr(known_fun, known_avals)
-    u = box["unknown"]
-    unknown = core.ClosedJaxpr(core.Jaxpr([], u.jaxpr.constvars + u.jaxpr.invars,
-                                          u.jaxpr.outvars, u.jaxpr.eqns), [])
-    return known, unknown, box["out_unknowns"], len(u.consts)
+    u, num_res = box["unknown"]
+    unknown = core.ClosedJaxpr(core.Jaxpr([], u.constvars + u.invars, u.outvars, u.eqns), [])
+    return known, unknown, box["out_unknowns"], num_res
 
 

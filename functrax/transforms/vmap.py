@@ -159,6 +159,10 @@ def _vmap_call(fun, in_tree, axis_name, out_axes, flat, flat_axes, size):
         out = fun(*args, **kwargs)
         out_flat, out_tree = tree_flatten(out)
         pairs = [trace.lift(o) for o in out_flat]
+    del ins, args, kwargs
+    out = tree_unflatten(out_tree, [v for v, _ in pairs])  # the structure, without tracers
+    del out_flat
+    core.ensure_no_leaks(trace)
     try:
         flat_out_axes = broadcast_prefix(out_axes, out, is_leaf=lambda x: x is None)
         spec_paths, spec_tree = tree_flatten_with_path(out_axes, is_leaf=lambda x: x is None)

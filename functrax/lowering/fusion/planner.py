@@ -39,7 +39,9 @@ How equations are treated follows from their primitive's family (``FAMILY_CATEGO
   them materialized: the kernel reads them through its own window arithmetic);
 - everything else is its own OPAQUE group; ``UNFUSIBLE_FAMILIES`` (or
   ``UNFUSIBLE_PRIMITIVES``) gives the reason, and primitives without a family are OPAQUE too
-  (``classify`` says why).
+  (``classify`` says why). Host callbacks are OPAQUE, and the equations with an effect
+  (``eqn.effects``) keep their program order (each depends on the previous one) and split
+  the plan: no group holds equations from both sides of one.
 
 The grouping is greedy: in program order each equation tries to join the groups of its
 producers, then groups reading the same value try to merge (siblings; MATMUL groups first, so
@@ -60,7 +62,7 @@ from __future__ import annotations
 import math
 
 from functrax import primitives as P
-from functrax.core import ClosedJaxpr, Jaxpr, Var
+from functrax.core import ClosedJaxpr, Jaxpr, Var, has_effects
 from functrax.lowering.fusion.analysis import analyze_layout, group_layout
 from functrax.lowering.fusion.config import FusionConfig, GroupLayout, IllegalGroup
 from functrax.lowering.fusion.tables import (
@@ -108,6 +110,7 @@ class _Planner:
                 views |= vs
                 deps += [d for d in ds if d not in deps]
             self.deps[i], self.views[i] = deps, views
+        self._order_effects()
         self.succ = {i: [] for i in self.nodes()}
         for i in self.nodes():
             for d in self.deps[i]:
@@ -119,6 +122,18 @@ class _Planner:
 
     def nodes(self):
         return [i for i in range(len(self.eqns)) if self.is_node[i]]
+
+    def _order_effects(self):
+        """Effectful equations (callbacks, loops holding one) run in program order: each
+        depends on the previous one, as if a token were threaded through them. They also
+        split the plan: nodes before and after one never share a group (``epoch``)."""
+        prev, self.epoch = None, {}
+        for i in self.nodes():
+            if has_effects(self.eqns[i]):
+                if prev is not None and prev not in self.deps[i]:
+                    self.deps[i].append(prev)
+                prev = i
+            self.epoch[i] = prev
 
     def _view_eqn(self, v):
         j = self.prod.get(v)
@@ -201,7 +216,7 @@ class _Planner:
         ga, gb = self.find(a), self.find(b)
         if ga == gb:
             return True
-        if "opaque" in (self.cat[a], self.cat[b]):
+        if "opaque" in (self.cat[a], self.cat[b]) or self.epoch[a] != self.epoch[b]:
             return False
         if self._reaches(ga, gb) or self._reaches(gb, ga):
             return False

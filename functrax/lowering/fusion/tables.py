@@ -45,6 +45,7 @@ UNFUSIBLE_FAMILIES = {
     Family.LINALG: "linear algebra decomposition: numpy fallback",
     Family.PRNG: "threefry2x32: multi-result integer hash (its own kernel)",
     Family.FUSED: "a fused pattern: one hand-written kernel of its own",
+    Family.CALLBACK: "host callback: the user's Python runs on the host between kernels",
     Family.BARRIER: "optimization_barrier: no fusion or reordering across it",
 }
 

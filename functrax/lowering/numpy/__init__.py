@@ -13,6 +13,7 @@ rules of the core.
 - ``gather_scatter``, ``prng``, ``linalg``, ``attention``, ``convolution``, ``windows``, ``fft``:
   those primitives' rules;
 - ``control_flow``, ``calls``: cond/while/scan and the call-like primitives;
+- ``callbacks``: the host callbacks (``debug.print``, ``pure_callback``, ...);
 - ``executor``: the compiled program (buffer reuse, donation).
 """
 from functrax.lowering.numpy import rules  # noqa: F401
@@ -23,6 +24,7 @@ from functrax.lowering.numpy import convolution  # noqa: F401
 from functrax.lowering.numpy import windows  # noqa: F401
 from functrax.lowering.numpy import fft  # noqa: F401
 from functrax.lowering.numpy import calls, control_flow  # noqa: F401
+from functrax.lowering.numpy import callbacks  # noqa: F401
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.backends import register_backend
 

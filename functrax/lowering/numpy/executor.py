@@ -30,10 +30,9 @@ import numpy as np
 
 from functrax import core
 from functrax import primitives as P
-from functrax.core import Literal
+from functrax.core import Literal, has_effects
 from functrax.errors import MissingRuleError
 from functrax.lowering.numpy.rules import numpy_rules, numpy_ufuncs
-from functrax.passes.dce import effectful
 
 _NUMERIC = "biufc"  # builtin numpy dtype kinds (ml_dtypes types such as bfloat16 are 'V')
 
@@ -319,7 +318,7 @@ def _drop_dead(ops, outvars):
     live = {v for v in outvars if _is_var(v)}
     kept = []
     for op in reversed(ops):
-        if op.eqn.primitive in effectful or any(v in live for v in op.outs):
+        if any(v in live for v in op.outs) or has_effects(op.eqn):
             kept.append(op)
             live.update(v for v in op.ins if _is_var(v))
     kept.reverse()
@@ -441,7 +440,7 @@ def _generate(ops, jaxpr, consts, targets, name):
             args += f", out={names[targets[i]]}"
         lhs = outs[0] if op.kind != "multi" else (", ".join(outs) + ("," if len(outs) == 1
                                                                      else ""))
-        lines.append(f"    {lhs} = {fn}({args})")
+        lines.append(f"    {lhs} = {fn}({args})" if outs else f"    {fn}({args})")
         if op.kind != "multi" and not op.typed:
             dt = bind(op.outs[0].aval.dtype, "d")
             o = outs[0]

@@ -20,7 +20,9 @@
   (the host drives it, each body / branch running as its own compiled Triton program);
   scans, sort, threefry2x32 and same-width bitcasts (``scan_sort``), scatters
   (``gather_scatter``), windowed reductions and max pooling's derivatives (``windows``) and
-  ``fused_attention`` (``kernels/attention.py``) are kernels;
+  ``fused_attention`` (``kernels/attention.py``) are kernels; a host callback
+  (``debug.print``, ``pure_callback``, ...) is a ``HostCallbackStep``: the user's Python runs
+  on the host between kernels (``host_callbacks``);
 - other OPAQUE groups, and any group the code generators reject
   (``UnsupportedError``), run the numpy rules of their equations (``executor.compile_jaxpr``
   on a jaxpr of just that group). Every such fallback is recorded with its reason in
@@ -50,6 +52,7 @@ from functrax.lowering.triton.codegen import KernelConfig
 from functrax.lowering.triton.control_flow import control_flow_step, step_rules
 from functrax.lowering.triton.conv_groups import build_conv
 from functrax.lowering.triton.gather_scatter import SCATTER_KINDS, build_scatter
+from functrax.lowering.triton.host_callbacks import HOST_CALLBACKS, host_callback_step
 from functrax.lowering.triton.matmul_groups import MatmulMatch, build_matmul, match_matmul  # noqa: F401
 from functrax.lowering.triton.patterns import build_pattern, rewrite_patterns
 from functrax.lowering.triton.rules import UnsupportedError
@@ -236,6 +239,7 @@ OPAQUE_STEPS = {
     **dict.fromkeys(SCATTER_KINDS, _built_step(build_scatter)),
     **dict.fromkeys(WINDOW_KERNELS, _built_step(build_window)),  # pooling (windows.py)
     P.attention_p: _pattern_step,
+    **dict.fromkeys(HOST_CALLBACKS, host_callback_step),  # Python on the host, between kernels
 }
 
 

@@ -9,7 +9,8 @@
 
 Kernel steps launch on the device buffers (``runtime.TritonKernel`` uploads host values it
 is given: constants once, literals once per value). A numpy fallback step (listed in the
-program's ``fallbacks``) copies its inputs to the host, runs there, and its outputs are
+program's ``fallbacks``) and a host callback step (``host_callbacks``: the user's Python)
+copy their inputs to the host, run there, and their outputs are
 uploaded by the next kernel that reads them. A control-flow step (``control_flow``) runs its
 body programs as ``GpuProgram`` s: carries stay on the device, only the predicate / index
 scalar is read back.
@@ -70,7 +71,8 @@ class GpuProgram:
         env = dict(zip(p._constvars, consts))
         env.update((v, runtime.to_device(x, dev)) for v, x in zip(p._invars, args))
         for step in p.steps:
-            if step.fallback is not None:  # a listed numpy fallback: runs on host copies
+            if step.fallback is not None or getattr(step, "on_host", False):
+                # a listed numpy fallback or a host callback: runs on host copies
                 host = {v: _host(env[v]) for v in step._ins}
                 step.run(host)
                 env.update((v, host[v]) for v in step._outs)

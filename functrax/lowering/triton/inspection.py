@@ -175,6 +175,8 @@ def program_cost(program) -> dict:
     for step, entry in zip(program.steps, cost["kernels"]):
         if step.kernel is not None:
             entry.update(name=step.kernel.source.name, backend="triton")
+        elif getattr(step, "on_host", False):  # a host callback (host_callbacks.py)
+            entry.update(name=None, backend="host", callback=step.primitive)
         elif step.fallback is None:  # control flow: the host runs Triton body programs
             entry.update(name=None, backend="triton", control_flow=step.runner.primitive)
         else:

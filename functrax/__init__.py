@@ -8,7 +8,7 @@ backends and the runtime register into the tables of the layers below them as th
 { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
 """
 # utilities and core
-from functrax.config import config  # noqa: F401
+from functrax.config import config, enable_checks, explain_cache_misses  # noqa: F401
 from functrax import dtypes, tree_util  # noqa: F401
 from functrax.core import (  # noqa: F401
     Array, ClosedJaxpr, Jaxpr, ShapedArray, check_jaxpr, eval_jaxpr, jaxpr_as_fun,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["config", "Config"]
+__all__ = ["config", "Config", "enable_checks", "explain_cache_misses"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -96,3 +96,59 @@ config.define("triton_dump_dir", os.environ.get("FUNCTRAX_TRITON_DUMP_DIR") or N
               "<name>_<hash>.py per kernel and a manifest.json of their groups' equations); "
               "None (the default) dumps nothing.", validate=_check_dir_or_none,
               trace_context=True)
+
+
+# --- checks and cache-miss explanations (functrax.enable_checks / explain_cache_misses) ---
+
+def _bool_flag(name):
+    def validate(value):
+        if not isinstance(value, (bool, int)) or isinstance(value, float):
+            raise TypeError(f"jax_{name} must be a bool, got {value!r} of type "
+                            f"{type(value).__name__}")
+    return validate
+
+
+config.define("enable_checks", False, "Type-check every jaxpr jit traces (check_jaxpr).",
+              validate=_bool_flag("enable_checks"), trace_context=True)
+config.define("explain_cache_misses", False, "Log why jit traces a function again (as "
+              "log_compiles, with the reason).", validate=_bool_flag("explain_cache_misses"))
+
+
+class _FlagContext:
+    """A boolean flag as JAX's config context manager: ``with functrax.enable_checks():``
+    (or ``(True)`` / ``(False)``) sets it for the block and restores it on exit, also when
+    the block raises; ``.value`` reads it.
+
+    >>> with enable_checks(True):
+    ...     config.enable_checks
+    True
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.__name__ = f"jax_{name}"
+
+    @property
+    def value(self):
+        return config.read(self.name)
+
+    def __call__(self, new_val=True):
+        import contextlib
+        config._validators[self.name](new_val)
+
+        @contextlib.contextmanager
+        def ctx():
+            prev = config.read(self.name)
+            config.update(self.name, new_val)
+            try:
+                yield
+            finally:
+                config.update(self.name, prev)
+        return ctx()
+
+    def __repr__(self):
+        return f"State({self.__name__}={self.value!r})"
+
+
+enable_checks = _FlagContext("enable_checks")
+explain_cache_misses = _FlagContext("explain_cache_misses")

@@ -10,12 +10,20 @@ TARGETS = {"jax.random": 0.93, "jax.nn": 1.0, "jax.numpy.linalg": 0.83, "jax.tre
            "jax.image": 1.0, "jax.scipy.signal": 1.0,
            "jax.scipy.linalg": 1.0, "jax.scipy.optimize": 1.0, "jax.lax.linalg": 1.0,
            "jax.scipy.special": 0.97,
-           "jax.example_libraries.stax": 1.0, "jax.example_libraries.optimizers": 1.0}
+           "jax.example_libraries.stax": 1.0, "jax.example_libraries.optimizers": 1.0,
+           "jax.errors": 1.0, "jax.typing": 1.0,
+           # every name excused: "sharding: issue 18"
+           "jax.sharding": 1.0,
+           # 9 of 10: TypePromotionError comes with the debugging branch (numpy_dtype_promotion)
+           "jax.dtypes": 0.9}
 
 # module -> the coverage it must keep on its own (not counting its submodules, which have
 # their own issues): jax.numpy has 412 of its 414 names; i0 and kaiser (which needs i0) come
 # with functrax.scipy.special
-MODULE_TARGETS = {"jax.numpy": 0.99}
+MODULE_TARGETS = {"jax.numpy": 0.99,
+                  # the top level: 38 of 74 names here plus 9 sharding ones excused; the rest
+                  # come with the debugging, autodiff and typed-key branches
+                  "jax": 0.6}
 
 
 def test_report_prints(capsys):

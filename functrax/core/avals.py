@@ -54,7 +54,8 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-    __str__ = str_short
+    def __str__(self):  # as JAX's: ``float32[3]`` (jaxprs and errors use str_short())
+        return self.str_short(short_dtypes=False)
 
 
 _SCALAR_AVALS: dict = {}

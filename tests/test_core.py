@@ -47,7 +47,7 @@ def test_shaped_array_properties_and_update():
 def test_shaped_array_text():
     a = ShapedArray((2, 3), np.float32)
     assert a.str_short() == "f32[2,3]"
-    assert str(a) == "f32[2,3]"
+    assert str(a) == "float32[2,3]"  # as JAX: print(jax.typeof(x)) (../shared/vectors)
     assert a.str_short(short_dtypes=False) == "float32[2,3]"
     assert ShapedArray((), np.bool_).str_short() == "bool[]"
     assert ShapedArray((4,), np.uint8).str_short() == "u8[4]"

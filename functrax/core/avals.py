@@ -54,7 +54,7 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-    def __str__(self):  # as JAX's: ``float32[3]`` (jaxprs and errors use str_short())
+    def __str__(self):  # as JAX: print(functrax.typeof(x)) shows float32[3]
         return self.str_short(short_dtypes=False)
 
 

@@ -26,8 +26,9 @@ from functrax.lowering import triton as _triton_backend  # noqa: F401
 # TRITON_INTERPRET is decided, before anything imports triton
 from functrax.runtime import gpu_registration as _gpu_registration  # noqa: F401
 from functrax.runtime.devices import (  # noqa: F401
-    default_backend, device_count, device_put, device_put_replicated, device_put_sharded,
-    devices, local_device_count, local_devices, process_count, process_index,
+    Device, Shard, default_backend, device_count, device_put, device_put_replicated,
+    device_put_sharded, devices, local_device_count, local_devices, process_count,
+    process_index, process_indices,
 )
 # transforms and control flow (their rule modules fill the transforms' tables)
 from functrax.transforms import (  # noqa: F401
@@ -42,6 +43,7 @@ from functrax import control_flow as _control_flow  # noqa: F401
 from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
 from functrax import flatten_util  # noqa: F401
 from functrax import image, scipy  # noqa: F401
+from functrax import errors, typing  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 # debugging: host callbacks, debug.print/callback/breakpoint, config context managers
 from functrax import debug, experimental  # noqa: F401

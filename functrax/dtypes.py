@@ -95,6 +95,46 @@ def default_complex_dtype() -> np.dtype:
     return canonicalize_dtype(complex128)
 
 
+# --- jax.dtypes.itemsize_bits / scalar_type_of ---
+
+def itemsize_bits(dtype) -> int:
+    """The number of bits of one element of ``dtype`` (a bool takes 8, as it is stored).
+
+    Raises:
+      ValueError: for ``dtype=None``.
+
+    >>> itemsize_bits(np.float32), itemsize_bits("bfloat16"), itemsize_bits(bool)
+    (32, 16, 8)
+    """
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    itemsize = getattr(dtype, "itemsize", None)  # extended dtypes (PRNG keys) know theirs
+    if itemsize is None or isinstance(dtype, type):
+        itemsize = np.dtype(dtype).itemsize
+    return 8 * int(itemsize)
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type (bool, int, float or complex) of the elements of ``x`` (a
+    value, an array or a tracer).
+
+    Raises:
+      TypeError: for values whose dtype is none of these kinds.
+
+    >>> scalar_type_of(np.float16(1)), scalar_type_of(np.arange(3)), scalar_type_of(True)
+    (<class 'float'>, <class 'int'>, <class 'bool'>)
+    """
+    dt = getattr(x, "dtype", None)
+    dt = dtype_and_weak(x)[0] if dt is None else dt
+    kind = getattr(dt, "kind", None) if not isinstance(dt, type) else np.dtype(dt).kind
+    if bfloat16 is not None and dt == np.dtype(bfloat16):
+        return float
+    typ = {"b": bool, "i": int, "u": int, "f": float, "c": complex}.get(kind)
+    if typ is None:
+        raise TypeError(f"Invalid scalar value {x}")
+    return typ
+
+
 def python_scalar_dtype(x) -> np.dtype:
     """Canonical dtype of a Python scalar (bool, int, float, complex)."""
     t = type(x)

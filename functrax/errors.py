@@ -4,14 +4,39 @@ from __future__ import annotations
 _DOCS = "https://docs.jax.dev/en/latest/errors.html"
 
 __all__ = [
-    "FunctraxTypeError", "ConcretizationTypeError", "TracerBoolConversionError",
+    "JAXTypeError", "JAXIndexError", "JaxRuntimeError", "InconclusiveDimensionOperation",
+    "KeyReuseError", "FunctraxTypeError", "ConcretizationTypeError", "TracerBoolConversionError",
     "TracerIntegerConversionError", "TracerArrayConversionError", "NonConcreteBooleanIndexError",
     "UnexpectedTracerError", "JaxprTypeError", "MissingRuleError",
 ]
 
 
-class FunctraxTypeError(TypeError):
-    """Base class of the tracer-conversion errors (they are TypeErrors, as in JAX)."""
+class JAXTypeError(TypeError):
+    """Base class of JAX's TypeErrors about traced values (the tracer-conversion errors,
+    leaked tracers, reused keys), as ``jax.errors.JAXTypeError``."""
+
+
+class JAXIndexError(IndexError):
+    """Base class of JAX's IndexErrors about traced values (boolean-mask indexing with a
+    traced mask), as ``jax.errors.JAXIndexError``."""
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error of the runtime executing a compiled program (a failed CUDA call or kernel
+    launch), as ``jax.errors.JaxRuntimeError``."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """An operation on symbolic dimensions whose result is not determined (JAX's shape
+    polymorphism; functrax's shapes are concrete, so it raises none itself)."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key was used twice (JAX's key-reuse checker, ``jax_debug_key_reuse``)."""
+
+
+# functrax's historical name of the base class
+FunctraxTypeError = JAXTypeError
 
 
 def _origin(tracer) -> str:
@@ -71,7 +96,7 @@ class TracerArrayConversionError(FunctraxTypeError):
         super().__init__(msg)
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     """Boolean-mask indexing with a traced mask (its result shape would be data-dependent)."""
 
     def __init__(self, tracer):
@@ -83,7 +108,7 @@ class NonConcreteBooleanIndexError(IndexError):
         super().__init__(msg)
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used outside the transformation that created it (it leaked).
 
     ``UnexpectedTracerError(message)`` (a str) carries ``message`` as it is (the tracer-leak

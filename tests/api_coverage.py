@@ -20,6 +20,17 @@ VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
 NOT_PROVIDED: dict = {
     **dict.fromkeys(("jax.debug.inspect_array_sharding", "jax.debug.visualize_array_sharding",
                      "jax.debug.visualize_sharding"), "sharding: a later issue"),
+    # Mesh / NamedSharding / PartitionSpec and what takes them (shard_map, arrays assembled
+    # from per-device pieces under a sharding) come with the sharding issue
+    **dict.fromkeys(
+        [f"jax.{n}" for n in ("NamedSharding", "P", "make_array_from_callback",
+                               "make_array_from_process_local_data",
+                               "make_array_from_single_device_arrays", "make_mesh", "reshard",
+                               "set_mesh", "shard_map")]
+        + [f"jax.sharding.{n}" for n in ("AxisType", "Mesh", "NamedSharding", "PartitionSpec",
+                                          "Sharding", "SingleDeviceSharding", "get_mesh",
+                                          "make_single_device_sharding", "reshard", "set_mesh")]
+        + ["jax.lax.with_sharding_constraint"], "sharding: issue 18"),
 }
 
 

@@ -11,12 +11,16 @@ TARGETS = {"jax.random": 0.93, "jax.nn": 1.0, "jax.numpy.linalg": 1.0, "jax.tree
            "jax.scipy.linalg": 1.0, "jax.scipy.optimize": 1.0, "jax.lax.linalg": 1.0,
            "jax.scipy.special": 0.97,
            "jax.example_libraries.stax": 1.0, "jax.example_libraries.optimizers": 1.0,
-           # print / callback / breakpoint (the sharding visualisations: a later issue)
-           "jax.debug": 1.0}
+           # print / callback / breakpoint (the sharding visualisations: issue 18)
+           "jax.debug": 1.0, "jax.errors": 1.0, "jax.typing": 1.0,
+           # every name excused: "sharding: issue 18"
+           "jax.sharding": 1.0, "jax.dtypes": 1.0}
 
 # module -> the coverage it must keep on its own (not counting its submodules, which have
 # their own targets): jax.numpy has all 414 of its names
-MODULE_TARGETS = {"jax.numpy": 1.0}
+MODULE_TARGETS = {"jax.numpy": 1.0,
+                  # the top level: the rest come with the autodiff and typed-key branches
+                  "jax": 0.6}
 
 
 def test_report_prints(capsys):

@@ -28,7 +28,7 @@ def test_error_classes_are_type_errors_as_in_jax():
     assert issubclass(TracerBoolConversionError, ConcretizationTypeError)
     assert issubclass(TracerIntegerConversionError, TypeError)
     assert issubclass(TracerArrayConversionError, TypeError)
-    assert not issubclass(UnexpectedTracerError, TypeError)
+    assert issubclass(UnexpectedTracerError, functrax.errors.JAXTypeError)  # as in JAX
     assert functrax.TracerBoolConversionError is TracerBoolConversionError
 
 

@@ -29,4 +29,6 @@ from functrax.core.trace import (  # noqa: F401
     register_eager_rules, set_current_trace, set_eager_placement, special_checks_enabled,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
-from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401
+from functrax.core.check import (  # noqa: F401
+    axis_binding_rules, check_if_enabled, check_jaxpr,
+)

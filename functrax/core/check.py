@@ -10,6 +10,7 @@ from functrax.core.jaxpr import (
     ClosedJaxpr, Jaxpr, Literal, PPContext, pp_eqn, pp_jaxpr_doc, sub_jaxprs,
 )
 from functrax.core.trace import abstract_eval, extend_axis_env
+from functrax.config import config
 from functrax.errors import JaxprTypeError
 
 # primitive -> fn(params) -> (axis_name, size) that the primitive binds for its sub-jaxprs
@@ -31,6 +32,22 @@ def check_jaxpr(jaxpr) -> None:
                                  f"{len(jaxpr.jaxpr.constvars)} constvars")
         jaxpr = jaxpr.jaxpr
     _JaxprChecker(jaxpr).run()
+
+
+def check_if_enabled(jaxpr, produced_by: str) -> None:
+    """Under ``enable_checks`` (JAX's ``jax_enable_checks``), type-check a jaxpr that a
+    trace, transform or pass just produced; otherwise do nothing.
+
+    Raises:
+      JaxprTypeError: saying what produced the ill-typed jaxpr, then the checker's report.
+    """
+    if not config.enable_checks:
+        return
+    try:
+        check_jaxpr(jaxpr)
+    except JaxprTypeError as e:
+        raise JaxprTypeError(f"enable_checks: the jaxpr produced by {produced_by} is "
+                             f"ill-typed: {e}") from None
 
 
 class _JaxprChecker:

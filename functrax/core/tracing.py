@@ -135,7 +135,9 @@ class DynamicJaxprTrace(core.Trace):
     def to_jaxpr(self, outs) -> ClosedJaxpr:
         outvars = [self.atom(x) for x in outs]
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug_info)
-        return ClosedJaxpr(jaxpr, self.consts)
+        closed = ClosedJaxpr(jaxpr, self.consts)
+        core.check_if_enabled(closed, self.describe())  # functrax.enable_checks
+        return closed
 
     def describe(self):
         what = f" for {self.debug_info.traced_for}" if self.debug_info else ""

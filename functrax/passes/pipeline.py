@@ -13,7 +13,7 @@ changes nothing returns its argument itself, which is how the group detects a fi
 """
 from __future__ import annotations
 
-from functrax.core import ClosedJaxpr
+from functrax.core import ClosedJaxpr, check_if_enabled
 from functrax.passes.const_fold import const_fold, prune_consts
 from functrax.passes.cse import cse
 from functrax.passes.dce import dce
@@ -67,8 +67,11 @@ def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
         rounds = MAX_ROUNDS if group[0][0] in FIXED_POINT else 1
         for _ in range(rounds):
             before = closed
-            for _, fn in group:
-                closed = fn(closed)
+            for name, fn in group:
+                out = fn(closed)
+                if out is not closed:
+                    check_if_enabled(out, f"the pass {name!r}")  # functrax.enable_checks
+                closed = out
             if closed is before:
                 break
     return closed

@@ -5,7 +5,10 @@ Each abstract evaluation checks that every axis name it uses is bound
 named axis size from there. Parameters and names follow JAX: ``psum``/``pmax``/``pmin``
 (``axes``), ``all_gather`` (``all_gather_dimension``), ``axis_index``, ``ppermute``
 (``perm``), ``all_to_all`` (``split_axis``/``concat_axis``) and ``reduce_scatter`` (the
-primitive behind ``lax.psum_scatter``). ``axis_index_groups`` is accepted only as None.
+primitive behind ``lax.psum_scatter``). ``axis_index_groups`` (JAX's: a partition of the
+axis' indices into groups; the collective acts within each group) is a tuple of tuples;
+under ``pmap`` every collective that takes it honours it, under ``vmap`` over the grouped
+axis it raises JAX's NotImplementedError.
 """
 from __future__ import annotations
 
@@ -38,10 +41,46 @@ def axis_size(axis_name) -> int:
     return math.prod(core.axis_frame(n).size for n in axis_names(axis_name))
 
 
-def _check_groups(prim: str, axis_index_groups):
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{prim}: axis_index_groups is not supported (only None); "
-                                  "split the axis with nested vmaps and name the inner one")
+def canonicalize_groups(fn: str, axis_index_groups):
+    """``axis_index_groups`` as a tuple of tuples of ints (None stays None), checked to
+    cover ``range(total size)`` exactly once (JAX's ValueError otherwise)."""
+    if axis_index_groups is None:
+        return None
+    try:
+        groups = tuple(tuple(operator.index(i) for i in g) for g in axis_index_groups)
+    except TypeError:
+        raise TypeError(f"{fn}: axis_index_groups must be a sequence of sequences of ints "
+                        f"(axis indices), got {axis_index_groups!r}") from None
+    if not groups:
+        raise ValueError(f"{fn}: axis_index_groups must not be empty; pass None for one "
+                         "group of all indices")
+    space = range(sum(len(g) for g in groups))
+    if {i for g in groups for i in g} != set(space):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    return groups
+
+
+def group_size(fn: str, groups, size: int, equal: bool = False) -> int:
+    """The size of the groups of ``groups`` over an axis of ``size`` (``size`` itself for
+    None); ``equal``: the groups must have one size (gathers, scatters, all_to_all)."""
+    if groups is None:
+        return size
+    if equal and any(len(g) != len(groups[0]) for g in groups):
+        raise ValueError("axis_index_groups must all be the same size")
+    total = sum(len(g) for g in groups)
+    if total != size:
+        raise ValueError(f"axis_index_groups total size ({total}) must match axis size "
+                         f"({size})")
+    return len(groups[0])
+
+
+def _check_groups(prim: str, axis_index_groups, axis_name, equal: bool = False) -> int:
+    """Validate a primitive's ``axis_index_groups`` param; returns the group size."""
+    if axis_index_groups is not None and canonicalize_groups(
+            prim, axis_index_groups) != axis_index_groups:
+        raise TypeError(f"{prim}: the axis_index_groups param must be a tuple of tuples of "
+                        f"ints, got {axis_index_groups!r}")
+    return group_size(prim, axis_index_groups, axis_size(axis_name), equal)
 
 
 def _check_dim(prim: str, name: str, dim, ndim: int):
@@ -57,7 +96,6 @@ def _allreduce(name, accepted):
     p = new_primitive(name, multiple_results=True, family=Family.COLLECTIVE)
 
     def abstract_eval(*args, axes, axis_index_groups):
-        _check_groups(name, axis_index_groups)
         if not isinstance(axes, tuple):
             raise TypeError(f"{name}: axes must be a tuple of axis names, got {axes!r}")
         for a in axes:
@@ -66,6 +104,7 @@ def _allreduce(name, accepted):
                                 f"positional axis {a} in axes={axes}; lax.{name} reduces "
                                 "positional axes before binding it")
             core.axis_frame(a)
+        _check_groups(name, axis_index_groups, axes)
         for x in args:
             check_dtype(name, x.dtype, accepted)
         return [ShapedArray(x.shape, x.dtype) for x in args]
@@ -82,10 +121,11 @@ pmin_p = _allreduce("pmin", NUMBER + ("bool",))
 # --- all_gather / reduce_scatter ---
 
 
-def _check_size(prim, axis_name, size):
-    actual = axis_size(axis_name)
+def _check_size(prim, axis_name, size, groups=None):
+    actual = _check_groups(prim, groups, axis_name, equal=True)
     if size != actual:
-        raise ValueError(f"{prim}: axis_size={size} does not match the size {actual} of the "
+        what = "the size of the axis_index_groups" if groups is not None else "the size"
+        raise ValueError(f"{prim}: axis_size={size} does not match {what} {actual} of the "
                          f"named axis {axis_name}")
 
 
@@ -95,8 +135,7 @@ all_gather_p = new_primitive("all_gather", family=Family.COLLECTIVE)
 @all_gather_p.def_abstract_eval
 def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
                          tiled):
-    _check_groups("all_gather", axis_index_groups)
-    _check_size("all_gather", axis_name, axis_size)
+    _check_size("all_gather", axis_name, axis_size, axis_index_groups)
     shape = list(x.shape)
     if tiled:
         _check_dim("all_gather", "all_gather_dimension", all_gather_dimension, x.ndim)
@@ -113,8 +152,7 @@ reduce_scatter_p = new_primitive("reduce_scatter", family=Family.COLLECTIVE)
 @reduce_scatter_p.def_abstract_eval
 def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size,
                              tiled):
-    _check_groups("reduce_scatter", axis_index_groups)
-    _check_size("reduce_scatter", axis_name, axis_size)
+    _check_size("reduce_scatter", axis_name, axis_size, axis_index_groups)
     check_dtype("reduce_scatter", x.dtype, NUMBER)
     _check_dim("reduce_scatter", "scatter_dimension", scatter_dimension, x.ndim)
     shape = list(x.shape)
@@ -176,8 +214,7 @@ all_to_all_p = new_primitive("all_to_all", family=Family.COLLECTIVE)
 @all_to_all_p.def_abstract_eval
 def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
     del tiled  # the wrapper inserts / removes the axis of an untiled all_to_all
-    _check_groups("all_to_all", axis_index_groups)
-    size = axis_size(axis_name)
+    size = _check_groups("all_to_all", axis_index_groups, axis_name, equal=True)
     _check_dim("all_to_all", "split_axis", split_axis, x.ndim)
     _check_dim("all_to_all", "concat_axis", concat_axis, x.ndim)
     shape = list(x.shape)
@@ -191,10 +228,11 @@ def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_gr
 
 # --- wrappers that bind the primitives (re-exported by functrax.lax) ---
 
-def _no_groups(fn: str, axis_index_groups):
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{fn}: axis_index_groups is not supported (only None); "
-                                  "split the axis with nested vmaps and name the inner one")
+def _reduce_groups(axis_name, axis_index_groups, fn):
+    """A reduction's canonical groups (JAX's checks: named axes only, full cover)."""
+    if axis_index_groups is not None and any(map(_is_positional, axis_names(axis_name))):
+        raise ValueError("axis_index_groups only supported for sums over just named axes")
+    return canonicalize_groups(fn, axis_index_groups)
 
 
 def _is_positional(a) -> bool:
@@ -236,21 +274,27 @@ def psum(x, axis_name, *, axis_index_groups=None):
       x: an array or a pytree of arrays (booleans are summed as int32).
       axis_name: a name bound by ``vmap(..., axis_name=...)``, or a tuple of names (ints in
         the tuple are positional axes of ``x``, reduced too).
-      axis_index_groups: only None is supported.
+      axis_index_groups: None (one group: all lanes), or a partition of the lanes of the
+        named axis into groups (e.g. ``[[0, 1], [2, 3]]`` on an axis of size 4): each lane
+        gets the sum over its own group (under ``pmap``; ``vmap`` over the grouped axis
+        raises NotImplementedError, as JAX).
 
     Returns:
-      A pytree like ``x``; a value that is the same in every lane is multiplied by the size.
+      A pytree like ``x``; a value that is the same in every lane is multiplied by the size
+      (of the groups, with ``axis_index_groups``).
 
     Raises:
       NameError: for an unbound axis name.
+      ValueError: for groups that do not cover the lanes exactly once, or with positional
+        axes in ``axis_name``.
 
     >>> import functrax, functrax.numpy as fnp
     >>> functrax.vmap(lambda v: psum(v, "i"), axis_name="i")(fnp.arange(4.0))
     Array([6., 6., 6., 6.], dtype=float32)
     """
-    _no_groups("psum", axis_index_groups)
+    groups = _reduce_groups(axis_name, axis_index_groups, "psum")
     named, pos = _split_axes(axis_name)
-    size = axis_size(named)
+    size = axis_size(named) if groups is None else len(groups[0])
     leaves, tree = tree_flatten(x)
     leaves = [convert_element_type(v, np.int32) if core.get_aval(v).dtype == np.bool_ else v
               for v in leaves]
@@ -262,7 +306,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
                for v in leaves]
     else:
         out = psum_p.bind(*[_leafas_operand(v) for v in leaves], axes=named,
-                          axis_index_groups=None)
+                          axis_index_groups=groups)
     return tree_unflatten(tree, out)
 
 
@@ -273,11 +317,15 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     >>> functrax.vmap(lambda v: v - pmean(v, "i"), axis_name="i")(fnp.arange(4.0))
     Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
     """
-    _no_groups("pmean", axis_index_groups)
+    groups = _reduce_groups(axis_name, axis_index_groups, "pmean")
     named, pos = _split_axes(axis_name)
     leaves, tree = tree_flatten(x)
-    sums = tree_flatten(psum(x, axis_name))[0]
-    size = axis_size(named)
+    sums = tree_flatten(psum(x, axis_name, axis_index_groups=groups))[0]
+    if groups is not None and any(len(g) != len(groups[0]) for g in groups):
+        # groups of different sizes: each lane divides by the size of its own group
+        size, = psum_p.bind(full((), 1.0), axes=named, axis_index_groups=groups)
+        return tree_unflatten(tree, [s / size for s in sums])
+    size = axis_size(named) if groups is None else len(groups[0])
     out = []
     for v, s in zip(leaves, sums):
         nd = core.get_aval(v).ndim
@@ -295,18 +343,19 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 def _pminmax(prim, reduce_fn, fn):
     def op(x, axis_name, *, axis_index_groups=None):
-        _no_groups(fn, axis_index_groups)
+        groups = _reduce_groups(axis_name, axis_index_groups, fn)
         named, pos = _split_axes(axis_name)
         axis_size(named)
         leaves, tree = tree_flatten(x)
         leaves = [_reduce_positional(fn, reduce_fn, v, pos) for v in leaves]
         if named and leaves:
             leaves = prim.bind(*[_leafas_operand(v) for v in leaves], axes=named,
-                               axis_index_groups=None)
+                               axis_index_groups=groups)
         return tree_unflatten(tree, leaves)
     op.__name__ = fn
     op.__doc__ = (f"Elementwise {fn[1:]}imum of ``x`` (an array or pytree) over the named axis "
-                  f"``axis_name`` (a name or a tuple of names); every lane gets the result.")
+                  f"``axis_name`` (a name or a tuple of names); every lane gets the result "
+                  f"(of its group, with ``axis_index_groups``, as :func:`psum`).")
     return op
 
 
@@ -320,6 +369,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     Args:
       x: an array or pytree of arrays.
       axis_name: a name (or tuple of names) bound by ``vmap``.
+      axis_index_groups: None, or a partition of the lanes into groups of one size: each
+        lane gathers the values of its own group, in the group's order.
       axis: where the new axis (of the axis size) goes in the result; with ``tiled=True``
         the lanes' values are concatenated along the existing axis ``axis`` instead.
 
@@ -328,9 +379,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     Array([[0., 1.],
            [0., 1.]], dtype=float32)
     """
-    _no_groups("all_gather", axis_index_groups)
+    groups = canonicalize_groups("all_gather", axis_index_groups)
     names = axis_names(axis_name)
-    size = axis_size(names)
+    size = group_size("all_gather", groups, axis_size(names), equal=True)
 
     def bind(leaf):
         leaf = _leafas_operand(leaf)
@@ -340,7 +391,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
                              "concatenates along an existing axis); got a scalar")
         dim = _coll_axis("all_gather", "axis", axis, nd if tiled else nd + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
-                                 axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+                                 axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
     return tree_map(bind, x)
 
 
@@ -396,12 +447,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     ``j``, and stack (``tiled``: concatenate) the received chunks along ``concat_axis``.
 
     Untiled, ``x.shape[split_axis]`` must equal the axis size: that axis is removed and a
-    new axis (over the source lanes) is inserted at ``concat_axis``.
+    new axis (over the source lanes) is inserted at ``concat_axis``. With
+    ``axis_index_groups`` (groups of one size) the exchange happens within each group, and
+    the group size takes the axis size's place.
     """
-    _no_groups("all_to_all", axis_index_groups)
+    groups = canonicalize_groups("all_to_all", axis_index_groups)
     if isinstance(axis_name, list):
         axis_name = tuple(axis_name)
-    size = axis_size(axis_name)
+    size = group_size("all_to_all", groups, axis_size(axis_name), equal=True)
 
     def bind(leaf):
         leaf = _leafas_operand(leaf)
@@ -425,7 +478,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                 leaf = expand_dims(leaf, (c,))
                 s += 1
         out = all_to_all_p.bind(leaf, split_axis=s, concat_axis=c, axis_name=axis_name,
-                                axis_index_groups=None, tiled=bool(tiled))
+                                axis_index_groups=groups, tiled=bool(tiled))
         return out if tiled or s == c else squeeze(out, (s,))
     return tree_map(bind, x)
 
@@ -433,21 +486,22 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """``psum`` whose result is scattered: lane ``i`` keeps block ``i`` of the sum along
     ``scatter_dimension`` (untiled: that dimension must equal the axis size and is removed).
+    With ``axis_index_groups`` (groups of one size) the sum and the blocks are per group.
 
     >>> import functrax, functrax.numpy as fnp
     >>> functrax.vmap(lambda v: psum_scatter(v, "i"), axis_name="i")(fnp.eye(2))
     Array([1., 1.], dtype=float32)
     """
-    _no_groups("psum_scatter", axis_index_groups)
+    groups = canonicalize_groups("psum_scatter", axis_index_groups)
     names = axis_names(axis_name)
-    size = axis_size(names)
+    size = group_size("psum_scatter", groups, axis_size(names), equal=True)
 
     def bind(leaf):
         leaf = _leafas_operand(leaf)
         nd = core.get_aval(leaf).ndim
         dim = _coll_axis("psum_scatter", "scatter_dimension", scatter_dimension, nd)
         return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=names,
-                                     axis_index_groups=None, axis_size=size,
+                                     axis_index_groups=groups, axis_size=size,
                                      tiled=bool(tiled))
     return tree_map(bind, x)
 

@@ -93,12 +93,13 @@ def cuda_driver():
 
 
 def check(result, what: str):
-    """Raise on a driver error; ``result`` is the tuple a ``cuda.bindings`` call returns.
-    Returns the call's results after the error code."""
+    """Raise JaxRuntimeError on a driver error; ``result`` is the tuple a ``cuda.bindings``
+    call returns. Returns the call's results after the error code."""
     drv = cuda_driver()
     err = result[0] if isinstance(result, tuple) else result
     if err != drv.CUresult.CUDA_SUCCESS:
         name = drv.cuGetErrorName(err)
         label = name[1].decode() if len(name) > 1 and isinstance(name[1], bytes) else str(err)
-        raise RuntimeError(f"CUDA driver call {what} failed: {label}")
+        from functrax.errors import JaxRuntimeError
+        raise JaxRuntimeError(f"CUDA driver call {what} failed: {label}")
     return result[1:] if isinstance(result, tuple) else ()

@@ -35,7 +35,8 @@ from functrax.core.device import Device
 from functrax.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["Device", "ShardedArray", "Shard", "devices", "local_devices", "device_count",
-           "local_device_count", "process_index", "process_count", "device_put_sharded",
+           "local_device_count", "process_index", "process_count", "process_indices",
+           "device_put_sharded",
            "device_put_replicated", "clear_backends", "device_put", "default_backend"]
 
 ENV_NUM_CPU_DEVICES = "FUNCTRAX_NUM_CPU_DEVICES"
@@ -189,6 +190,15 @@ def process_count(backend=None) -> int:
     return _get_backend().process_count
 
 
+def process_indices(backend=None) -> list:
+    """The indices of all processes, ``list(range(process_count()))`` (as JAX).
+
+    >>> process_indices()
+    [0]
+    """
+    return list(range(process_count(backend)))
+
+
 def _check_backend(backend) -> bool:
     """True for a GPU backend name (``"gpu"``/``"cuda"``) with a GPU present, False for the
     CPU (``None``/``"cpu"``); JAX's error for any other platform or a missing GPU."""
@@ -244,15 +254,19 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 class Shard:
-    """One device's piece of a :class:`ShardedArray` (``device``, ``index``, ``data``)."""
+    """One device's piece of an array (``functrax.Shard``, as ``jax.Shard``): its ``device``,
+    its ``index`` into the global array, its ``replica_id`` (0: pmap's shards hold distinct
+    data) and its ``data`` (an Array on the device)."""
 
-    __slots__ = ("device", "index", "data")
+    __slots__ = ("device", "index", "data", "replica_id")
 
-    def __init__(self, device, index, data):
+    def __init__(self, device, index, data, replica_id: int = 0):
         self.device, self.index, self.data = device, index, data
+        self.replica_id = replica_id
 
     def __repr__(self):
-        return f"Shard(device={self.device!r}, index={self.index}, data={self.data!r})"
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
 
 
 class ShardedArray(Array):

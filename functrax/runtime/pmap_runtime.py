@@ -525,12 +525,30 @@ def _mpi(combine, *kind):
     return combine
 
 
+def _grouped(combine, groups):
+    """``combine`` applied within each of ``axis_index_groups`` (the participants' positions
+    listed by group, each group in its own order); None: ``combine`` itself. The grouped
+    function has no ``mpi`` tag: the MPI and NCCL communicators run it as a generic
+    gather-then-combine."""
+    if groups is None:
+        return combine
+
+    def grouped(vals):
+        outs = [None] * len(vals)
+        for group in groups:
+            for i, out in zip(group, combine([vals[i] for i in group])):
+                outs[i] = out
+        return outs
+    return grouped
+
+
 def _allreduce_rule(prim, reduce_all, op):
     def rule(*args, axes, axis_index_groups):
         def combine(vals):
             outs = [reduce_all([v[k] for v in vals]) for k in range(len(args))]
             return [outs] * len(vals)
-        return _collective(prim, tuple(axes), tuple(args), _mpi(combine, "reduce", op))
+        return _collective(prim, tuple(axes), tuple(args),
+                           _grouped(_mpi(combine, "reduce", op), axis_index_groups))
     return rule
 
 
@@ -544,8 +562,8 @@ def _all_gather(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_s
         join = np.concatenate if tiled else np.stack
         out = join(vals, axis=all_gather_dimension)
         return [out] * len(vals)
-    return _collective("all_gather", axis_names(axis_name), x,
-                       _mpi(combine, "gather", all_gather_dimension, tiled))
+    return _collective("all_gather", axis_names(axis_name), x, _grouped(
+        _mpi(combine, "gather", all_gather_dimension, tiled), axis_index_groups))
 
 
 def _reduce_scatter(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size, tiled):
@@ -555,8 +573,8 @@ def _reduce_scatter(x, *, scatter_dimension, axis_name, axis_index_groups, axis_
             return np.split(total, len(vals), axis=scatter_dimension)
         return [np.take(total, i, axis=scatter_dimension) for i in range(len(vals))]
     combine.local_sum = _sum_all
-    return _collective("reduce_scatter", axis_names(axis_name), x,
-                       _mpi(combine, "reduce_scatter", "sum", scatter_dimension, tiled))
+    return _collective("reduce_scatter", axis_names(axis_name), x, _grouped(
+        _mpi(combine, "reduce_scatter", "sum", scatter_dimension, tiled), axis_index_groups))
 
 
 def _axis_index(*, axis_name):
@@ -579,8 +597,8 @@ def _all_to_all(x, *, split_axis, concat_axis, axis_name, axis_index_groups, til
         chunks = [np.split(v, n, axis=split_axis) for v in vals]
         return [np.concatenate([chunks[j][i] for j in range(n)], axis=concat_axis)
                 for i in range(n)]
-    return _collective("all_to_all", axis_names(axis_name), x,
-                       _mpi(combine, "all_to_all", split_axis, concat_axis))
+    return _collective("all_to_all", axis_names(axis_name), x, _grouped(
+        _mpi(combine, "all_to_all", split_axis, concat_axis), axis_index_groups))
 
 
 numpy_rules[P.all_gather_p] = _all_gather

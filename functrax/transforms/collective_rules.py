@@ -62,6 +62,14 @@ def _check_types(prim, vals, dims, params):
     core.abstract_eval(prim, avals, params)
 
 
+def _check_no_groups(axis_index_groups):
+    """A collective over the vmapped axis itself with ``axis_index_groups``: JAX's error
+    (under pmap the groups run; a collective over other axes keeps them)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("axis_index_groups not supported in vmap collectives. "
+                                  "Please open a feature request!")
+
+
 def _not_supported(prim, names, axis):
     return NotImplementedError(
         f"vmap of {prim} over several axis names {names} (one of them the vmapped axis "
@@ -76,6 +84,7 @@ def _allreduce_rule(prim, reduce_fn, if_unmapped):
         if axis.name not in axes:
             outs = prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups)
             return outs, list(dims)
+        _check_no_groups(axis_index_groups)
         _check_types(prim, vals, dims, dict(axes=axes, axis_index_groups=axis_index_groups))
         outs = [if_unmapped(v, axis.size) if d is None else reduce_fn(v, (d,))
                 for v, d in zip(vals, dims)]
@@ -145,7 +154,7 @@ _pminmax_jvp(P.pmin_p)
 # --- all_gather / reduce_scatter ---
 
 
-def _gather_other(x, d, dim, axis_name, size, tiled):
+def _gather_other(x, d, dim, axis_name, size, tiled, groups=None):
     """all_gather over axes other than this vmap's: keep the batch axis ``d``."""
     if d is not None:
         if d <= dim:
@@ -153,7 +162,7 @@ def _gather_other(x, d, dim, axis_name, size, tiled):
         elif not tiled:
             d += 1
     return P.all_gather_p.bind(x, all_gather_dimension=dim, axis_name=axis_name,
-                               axis_index_groups=None, axis_size=size, tiled=tiled), d
+                               axis_index_groups=groups, axis_size=size, tiled=tiled), d
 
 
 def _gather_one(axis, x, d, name, dim):
@@ -169,7 +178,9 @@ def _all_gather_rule(axis, vals, dims, *, all_gather_dimension, axis_name, axis_
     (x,), (d,) = vals, dims
     names = axis_names(axis_name)
     if axis.name not in names:
-        return _gather_other(x, d, all_gather_dimension, axis_name, axis_size, tiled)
+        return _gather_other(x, d, all_gather_dimension, axis_name, axis_size, tiled,
+                             axis_index_groups)
+    _check_no_groups(axis_index_groups)
     _check_types(P.all_gather_p, vals, dims, dict(
         all_gather_dimension=all_gather_dimension, axis_name=axis_name,
         axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled))
@@ -180,7 +191,7 @@ def _all_gather_rule(axis, vals, dims, *, all_gather_dimension, axis_name, axis_
     return _merge_dims(x, all_gather_dimension, len(names) + bool(tiled)), None
 
 
-def _scatter_other(x, d, dim, axis_name, size, tiled):
+def _scatter_other(x, d, dim, axis_name, size, tiled, groups=None):
     """reduce_scatter over axes other than this vmap's: keep the batch axis ``d``."""
     if d is not None:
         if d <= dim:
@@ -188,7 +199,7 @@ def _scatter_other(x, d, dim, axis_name, size, tiled):
         elif not tiled:  # the scattered dimension disappears
             d -= 1
     return P.reduce_scatter_p.bind(x, scatter_dimension=dim, axis_name=axis_name,
-                                   axis_index_groups=None, axis_size=size, tiled=tiled), d
+                                   axis_index_groups=groups, axis_size=size, tiled=tiled), d
 
 
 def _scatter_one(axis, x, d, name, dim):
@@ -206,7 +217,8 @@ def _reduce_scatter_rule(axis, vals, dims, *, scatter_dimension, axis_name, axis
     names = axis_names(axis_name)
     dim = scatter_dimension
     if axis.name not in names:
-        return _scatter_other(x, d, dim, axis_name, axis_size, tiled)
+        return _scatter_other(x, d, dim, axis_name, axis_size, tiled, axis_index_groups)
+    _check_no_groups(axis_index_groups)
     _check_types(P.reduce_scatter_p, vals, dims, dict(
         scatter_dimension=dim, axis_name=axis_name, axis_index_groups=axis_index_groups,
         axis_size=axis_size, tiled=tiled))
@@ -294,6 +306,7 @@ def _all_to_all_rule(axis, vals, dims, *, split_axis, concat_axis, axis_name,
                                   axis_name=axis_name, axis_index_groups=axis_index_groups,
                                   tiled=tiled)
         return out, d
+    _check_no_groups(axis_index_groups)
     if len(names) > 1:
         raise _not_supported("all_to_all", names, axis)
     _check_types(P.all_to_all_p, vals, dims, dict(

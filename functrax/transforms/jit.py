@@ -22,6 +22,7 @@ from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
 from functrax.lowering import backends
 from functrax.passes.pipeline import optimize
+from functrax.transforms.cache_misses import explain_cache_miss
 from functrax.transforms.call_util import clear_trace_cache
 from functrax.core.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -134,6 +135,14 @@ class _SharedTraces:
 
 # function -> {jit options -> _SharedTraces}; an entry lives as long as its function
 _SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _weakrefable(fun) -> bool:
+    try:
+        weakref.ref(fun)
+        return True
+    except TypeError:
+        return False
 
 
 def _shared_traces(fun, options) -> _SharedTraces:
@@ -286,8 +295,8 @@ class JitFunction:
         if config.log_compiles:
             logger.warning("Compiling %s for jit (reason: %s); tracing took %.4f s",
                            self._name, reason, entry.trace_time)
-        elif config.explain_cache_misses and shared.compiles > 1:
-            logger.warning("TRACING CACHE MISS at %s because:\n  %s", info.func_src(), reason)
+        if config.explain_cache_misses:
+            logger.warning("%s", self._explain_miss(key, info))
         if shared.compiles > config.jit_recompile_warn_threshold and not shared.warned:
             shared.warned = True
             warnings.warn(
@@ -295,6 +304,14 @@ class JitFunction:
                 f"last recompilation was caused by: {reason}. Each new shape, dtype or static "
                 "argument value compiles again: pad to fixed shapes, or pass changing Python "
                 "values as arrays instead of static arguments.", RecompileWarning, stacklevel=4)
+
+    def _explain_miss(self, key, info):
+        """The ``explain_cache_misses`` report of the miss that traced ``key``."""
+        seen = [k for k in self._cache if k != key]
+        per_fun = _SHARED.get(self.fun) if _weakrefable(self.fun) else None
+        others = any(sh is not self._shared and sh.cache for sh in (per_fun or {}).values())
+        return explain_cache_miss(self._name, fun_source(self.fun), id(self.fun), key, seen,
+                                  others, info.arg_names, self._pos_names)
 
     def _cache_size(self):
         return len(self._cache)

@@ -127,6 +127,8 @@ def partial_eval_jaxpr(jaxpr: core.Jaxpr, in_unknowns, saveable=None):
     ju = Jaxpr([], res_vars + unknown_in, unknown_outs, _rename(body, dict(zip(residuals,
                                                                                 res_vars))))
     del Literal
+    core.check_if_enabled(jk, "partial evaluation (its known part)")
+    core.check_if_enabled(ju, "partial evaluation (its unknown part)")
     return jk, ju, out_unknowns, len(residuals)
 
 
@@ -216,6 +218,7 @@ def partial_eval_closed(closed: core.ClosedJaxpr, unknowns, instantiate=False):
     known = trace_to_jaxpr(known_fun, known_avals)
     u, num_res = box["unknown"]
     unknown = core.ClosedJaxpr(core.Jaxpr([], u.constvars + u.invars, u.outvars, u.eqns), [])
+    core.check_if_enabled(unknown, "partial evaluation (its unknown part)")
     return known, unknown, box["out_unknowns"], num_res
 
 

@@ -59,7 +59,7 @@ def log_of_probability(cdf, sf):
     """``log(cdf)`` accurate at both ends: ``log1p(-sf)`` where ``cdf`` is near 1."""
     lower = cdf < 0.5
     return fnp.where(lower, lax.log(guard(lower, cdf, 0.25)),
-                     lax.log1p(-guard(lower, sf, 0.25)))
+                     lax.log1p(-guard(~lower, sf, 0.25)))
 
 
 def logit(q):

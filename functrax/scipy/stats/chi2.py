@@ -10,7 +10,9 @@ import numpy as np
 from functrax import lax
 from functrax import numpy as fnp
 from functrax.scipy.special import gammainc, gammaincc, gammaln, xlogy
-from functrax.scipy.stats._util import bad_scale, guard, nan_where, promote, standardize
+from functrax.scipy.stats._util import (
+    bad_scale, guard, log_of_probability, nan_where, promote, standardize,
+)
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -66,12 +68,12 @@ def cdf(x, df, loc=0, scale=1):
 
 
 def logcdf(x, df, loc=0, scale=1):
-    """Log of the chi-squared cdf.
+    """Log of the chi-squared cdf (``log1p(-sf)`` where the cdf is near 1).
 
     >>> round(float(logcdf(2.0, 3.0)), 6)
     -0.849583
     """
-    return lax.log(cdf(x, df, loc, scale))
+    return log_of_probability(*_tails("chi2.logcdf", x, df, loc, scale))
 
 
 def sf(x, df, loc=0, scale=1):
@@ -85,9 +87,15 @@ def sf(x, df, loc=0, scale=1):
 
 
 def logsf(x, df, loc=0, scale=1):
-    """Log of the chi-squared survival function.
+    """Log of the chi-squared survival function (``log1p(-cdf)`` where the sf is near 1).
 
-    >>> round(float(logsf(2.0, 3.0)), 5)
-    -0.55790
+    >>> round(float(logsf(2.0, 3.0)), 4)
+    -0.5579
     """
-    return lax.log(sf(x, df, loc, scale))
+    lower, upper = _tails("chi2.logsf", x, df, loc, scale)
+    return log_of_probability(upper, lower)
+
+
+def _tails(name, x, df, loc, scale):
+    k, half, bad = _half(name, x, df, loc, scale)
+    return nan_where(bad, gammainc(k, half)), nan_where(bad, gammaincc(k, half))

@@ -1,16 +1,21 @@
 """``functrax.scipy.stats.expon``: the exponential distribution, as
 ``jax.scipy.stats.expon``.
 
-``cdf = -expm1(-y)``, ``logcdf = log(-expm1(-y))``, ``logsf = -y`` and ``ppf =
+``cdf = -expm1(-y)``, ``logcdf = log(-expm1(-y))`` (``log1p(-exp(-y))`` for
+``y > log 2``), ``logsf = -y`` and ``ppf =
 -log1p(-q)`` keep full accuracy in both tails. ``scale <= 0`` gives NaN.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from functrax import lax
 from functrax import numpy as fnp
 from functrax.scipy.stats._util import bad_scale, guard, nan_where, promote, standardize
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"]
+
+_LOG2 = float(np.log(2.0))
 
 
 def _std(name, x, loc, scale):
@@ -55,13 +60,17 @@ def cdf(x, loc=0, scale=1):
 
 
 def logcdf(x, loc=0, scale=1):
-    """Log of the exponential cdf, ``log(-expm1(-y))``.
+    """Log of the exponential cdf, ``log(-expm1(-y))`` (``log1p(-exp(-y))`` above
+    ``log 2``).
 
     >>> round(float(logcdf(1.0)), 6)
     -0.458675
     """
     y, inside, scale = _std("expon.logcdf", x, loc, scale)
-    out = fnp.where(inside, lax.log(-lax.expm1(-y)), -fnp.inf)
+    big = y > _LOG2
+    tail = fnp.where(big, lax.log1p(-lax.exp(-guard(big, y, 1.0))),
+                     lax.log(-lax.expm1(-guard(~big, y, 0.5))))
+    out = fnp.where(inside, tail, -fnp.inf)
     return nan_where(bad_scale(scale), out)
 
 

@@ -1,7 +1,8 @@
 """``functrax.scipy.stats.gamma``: the gamma distribution, as ``jax.scipy.stats.gamma``.
 
 The density is ``y**(a-1) exp(-y) / Gamma(a)`` for ``y = (x - loc) / scale >= 0``; the cdf
-and sf bind ``igamma``/``igammac`` (each accurate in its own tail). ``a <= 0`` or
+and sf bind ``igamma``/``igammac`` (each accurate in its own tail); ``logcdf``/``logsf`` take
+``log1p`` of the other tail where theirs is near 1. ``a <= 0`` or
 ``scale <= 0`` give NaN.
 """
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 from functrax import lax
 from functrax import numpy as fnp
 from functrax.scipy.special import gammainc, gammaincc, gammaln, xlogy
-from functrax.scipy.stats._util import bad_scale, guard, nan_where, promote, standardize
+from functrax.scipy.stats._util import (
+    bad_scale, guard, log_of_probability, nan_where, promote, standardize,
+)
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -61,12 +64,12 @@ def cdf(x, a, loc=0, scale=1):
 
 
 def logcdf(x, a, loc=0, scale=1):
-    """Log of the gamma cdf.
+    """Log of the gamma cdf (``log1p(-sf)`` where the cdf is near 1).
 
     >>> round(float(logcdf(2.0, 3.0)), 6)
     -1.129102
     """
-    return lax.log(cdf(x, a, loc, scale))
+    return log_of_probability(*_tails("gamma.logcdf", x, a, loc, scale))
 
 
 def sf(x, a, loc=0, scale=1):
@@ -80,9 +83,16 @@ def sf(x, a, loc=0, scale=1):
 
 
 def logsf(x, a, loc=0, scale=1):
-    """Log of the gamma survival function.
+    """Log of the gamma survival function (``log1p(-cdf)`` where the sf is near 1).
 
     >>> round(float(logsf(2.0, 3.0)), 6)
     -0.390562
     """
-    return lax.log(sf(x, a, loc, scale))
+    lower, upper = _tails("gamma.logsf", x, a, loc, scale)
+    return log_of_probability(upper, lower)
+
+
+def _tails(name, x, a, loc, scale):
+    y, a, scale = _clipped(name, x, a, loc, scale)
+    bad = _bad(a, scale)
+    return nan_where(bad, gammainc(a, y)), nan_where(bad, gammaincc(a, y))

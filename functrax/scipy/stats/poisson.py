@@ -4,8 +4,9 @@
 ``logpmf`` is ``k log(mu) - lgamma(k + 1) - mu`` on the non-negative integers (``-inf``
 elsewhere, also at non-integer ``k``), the cdf ``Q(floor(k) + 1, mu)`` (``igammac``).
 ``entropy`` sums ``-p log p`` over a window of ``_WINDOW`` integers around ``mu`` for
-``mu < 100`` (the mass outside it is below 1e-17) and uses the asymptotic series of
-``H(mu) - log(2 pi e mu) / 2`` in ``1 / mu`` (to ``mu**-7``) above. ``mu < 0`` gives NaN.
+``mu < 100`` (12 in float32; the mass outside the window is below 1e-17) and uses the
+asymptotic series of ``H(mu) - log(2 pi e mu) / 2`` in ``1 / mu`` (to ``mu**-7``) above.
+``mu < 0`` gives NaN.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from functrax.scipy.stats._util import guard, is_integer, nan_where, promote
 
 __all__ = ["logpmf", "pmf", "cdf", "entropy"]
 
-_BIG = 100.0
+# where the series takes over: its error is below 1e-14 from 100 on, below float32's
+# rounding from 12 on (where the float32 sum's cancellation in log p would be larger)
+_BIG = {np.dtype(np.float64): 100.0, np.dtype(np.float32): 12.0}
 _WINDOW = 224
 # H(mu) = log(2 pi e mu) / 2 + sum_j c_j mu**-j: j = 1..3 exact (-1/12, -1/24, -19/360),
 # j = 4, 5 (-9/80, -863/2520) and 6, 7 fitted to high-precision sums (error < 1e-14 at 100)
@@ -71,7 +74,9 @@ def _entropy_sum(mu):
     k = start[..., None] + fnp.arange(_WINDOW, dtype=mu.dtype)
     m = mu[..., None]
     logp = xlogy(k, m) - gammaln(k + 1) - m
-    return -fnp.sum(lax.exp(logp) * logp, axis=-1)
+    some = logp > -fnp.inf  # (p = 0 at mu = 0: no 0 * -inf)
+    logp = guard(some, logp, 0.0)
+    return -fnp.sum(fnp.where(some, lax.exp(logp) * logp, 0), axis=-1)
 
 
 def _entropy_series(mu):
@@ -94,7 +99,8 @@ def entropy(mu, loc=0):
     """
     mu, loc = promote("poisson.entropy", mu, loc)
     mu = mu + fnp.zeros_like(loc)
-    big = mu >= _BIG
-    out = fnp.where(big, _entropy_series(guard(big, mu, _BIG)),
+    threshold = _BIG.get(np.dtype(mu.dtype), 100.0)
+    big = mu >= threshold
+    out = fnp.where(big, _entropy_series(guard(big, mu, threshold)),
                     _entropy_sum(guard(~big, mu, 1.0)))
     return nan_where(~(mu >= 0), out)

@@ -9,7 +9,7 @@ TARGETS = {"jax.random": 0.93, "jax.nn": 1.0, "jax.numpy.linalg": 1.0, "jax.tree
            "jax.tree_util": 1.0, "jax.flatten_util": 1.0, "jax.numpy.fft": 1.0,
            "jax.image": 1.0, "jax.scipy.signal": 1.0,
            "jax.scipy.linalg": 1.0, "jax.scipy.optimize": 1.0, "jax.lax.linalg": 1.0,
-           "jax.scipy.special": 0.97,
+           "jax.scipy.special": 0.97, "jax.scipy.stats": 1.0,
            "jax.example_libraries.stax": 1.0, "jax.example_libraries.optimizers": 1.0,
            # print / callback / breakpoint (the sharding visualisations: issue 18)
            "jax.debug": 1.0, "jax.errors": 1.0, "jax.typing": 1.0,

@@ -127,6 +127,13 @@ NOT_DIFFERENTIABLE.update({
     "scipy_linalg_polar_qdwh": _WHILE,
     "scipy_linalg_lax_qdwh": _WHILE,
 })
+NOT_DIFFERENTIABLE.update({
+    "stats_rankdata": _STEP + " (ranks of integer-valued data with ties by design)",
+    "stats_rankdata_ordinal": _STEP + " (integer ranks)",
+    "stats_mode": (_STEP + " (the modal value of integer-valued data: a perturbation breaks "
+                   "the ties it counts)"),
+    "stats_bernoulli_ppf": _STEP + " (0 or 1, jumping at q = 1 - p)",
+})
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are
 _WIDEN = {np.dtype(np.float32): np.dtype(np.float64),

@@ -111,7 +111,7 @@ def betaln(a, b):
     both_big = lo >= 8
     lb = fnp.where(both_big, lo, const(lo, 8.0))
     s = lb + hs
-    both = (0.5 * np.log(2 * np.pi) + (lb - 0.5) * lax.log(lb / s)
+    both = (float(0.5 * np.log(2 * np.pi)) + (lb - 0.5) * lax.log(lb / s)
             + hs * lax.log1p(-lb / s) - 0.5 * lax.log(hs) + _stirling_correction(lb)
             + _stirling_correction(hs) - _stirling_correction(s))
     return fnp.where(big_hi, fnp.where(both_big, both, one_big), direct)

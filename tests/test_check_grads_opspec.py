@@ -66,6 +66,10 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_prod": _GENERAL_WINDOW,
     "reduce_window_argmax": _GENERAL_WINDOW,
     "reduce_window_logsumexp": _GENERAL_WINDOW,
+    "random_multinomial_counts_sum_to_n": ("random counts: piecewise constant in p (zero "
+                                           "derivative), jumping where a draw changes"),
+    "random_multinomial_one_hot": ("random counts: piecewise constant in p (zero "
+                                   "derivative), jumping where a draw changes"),
 }
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are

@@ -14,7 +14,8 @@ evaluation, type checking and the abstract device (the layer above the utilities
 Design (as modern JAX's "stackless" core): see :mod:`functrax.core.trace`.
 """
 from functrax.core.avals import (  # noqa: F401
-    ShapedArray, get_aval, raise_to_shaped, scalar_aval, typematch,
+    ShapedArray, get_aval, is_extended_aval, physical_aval, raise_to_shaped, scalar_aval,
+    typematch,
 )
 from functrax.core.jaxpr import (  # noqa: F401
     ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr, jaxpr_as_fun, sub_jaxprs,
@@ -24,7 +25,7 @@ from functrax.core.array import Array, is_concrete_array, to_numpy_value  # noqa
 from functrax.core.trace import (  # noqa: F401
     EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
     abstract_eval_cached, axis_env, axis_frame, current_trace, eager_rule, extend_axis_env,
-    is_arraylike, new_trace, register_eager_rules, set_current_trace,
+    is_arraylike, new_trace, register_eager_rules, register_extended_eval, set_current_trace,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import axis_binding_rules, check_jaxpr  # noqa: F401

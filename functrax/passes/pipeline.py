@@ -1,6 +1,8 @@
 """The optimization pipeline run by jit before compiling: a list of passes applied in order.
 
-``inline`` first removes call boundaries; then ``simplify``, ``const_fold`` and ``cse``
+``physicalize`` first rewrites values of extended dtypes (typed PRNG keys) onto their
+physical data (the only pass that changes the program's types: a ``key<fry>[n]`` input or
+output becomes ``u32[n,2]``, the buffer behind the key array); ``inline`` then removes call boundaries; then ``simplify``, ``const_fold`` and ``cse``
 (the passes in ``FIXED_POINT``, which feed each other: a fold makes a literal that
 simplifies, a simplification exposes duplicates, ...) repeat as a group until nothing
 changes (at most ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce``
@@ -8,7 +10,7 @@ drops what became dead (unused scan/while carries and ys, cond outputs included)
 ``hoist_accumulators`` turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot
 after the loop, and ``prune_consts`` drops the consts nothing reads any more.
 
-Every pass keeps the program well-typed and its output avals exactly equal; a pass that
+Every pass after ``physicalize`` keeps the program well-typed and its avals exactly equal; a pass that
 changes nothing returns its argument itself, which is how the group detects a fixed point.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from functrax.passes.dce import dce
 from functrax.passes.forward import forward
 from functrax.passes.hoist_accumulators import hoist_accumulators
 from functrax.passes.inline import inline_closed
+from functrax.passes.physicalize import physicalize
 from functrax.passes.simplify import simplify
 
 
@@ -33,6 +36,7 @@ def _on_jaxpr(pass_fn):
 
 # each entry: (name, fn(ClosedJaxpr) -> ClosedJaxpr)
 PASSES = [
+    ("physicalize", physicalize),
     ("inline", inline_closed),
     ("simplify", _on_jaxpr(simplify)),
     ("const_fold", const_fold),

@@ -429,6 +429,23 @@ def _issubdtype_extended(a, b) -> bool:
     return False  # an extended class (not a dtype) below a numpy dtype or class
 
 
+def check_conversion(old, new) -> None:
+    """``convert_element_type`` to or from an extended dtype: JAX's ValueError (keys do not
+    convert; ``random.key_data`` / ``random.wrap_key_data`` do)."""
+    if old != new and (isinstance(old, ExtendedDType) or isinstance(new, ExtendedDType)):
+        name = lambda d: d.name if isinstance(d, ExtendedDType) else np.dtype(d).name  # noqa: E731
+        raise ValueError(f"Cannot convert_element_type from {name(old)} to {name(new)}")
+
+
+def check_for_prngkeys(fun_name: str, *args) -> None:
+    """JAX's check of ``functrax.numpy`` arguments: arrays of differing dtypes where one is
+    a PRNG key dtype (``key + 1``) raise TypeError (equal key dtypes are left to the
+    primitive, whose abstract evaluation rejects them)."""
+    dts = [dtype_and_weak(a)[0] for a in args]
+    if len(set(dts)) > 1 and any(isinstance(d, KeyDType) for d in dts):
+        raise TypeError(f"{fun_name} does not accept dtypes {', '.join(map(str, dts))}.")
+
+
 def _extended_result(pairs):
     """Promotion with an extended dtype: only equal dtypes "promote" (to themselves)."""
     dts = {dt for dt, _ in pairs}

@@ -301,7 +301,8 @@ class EvalTrace(Trace):
                     x, f"It was passed to primitive '{prim}' outside of any transformation.")
             a = get_aval(x)
             avals.append(a)
-            vals.append(np.asarray(x, a.dtype))
+            # an Array subclass of a key dtype (sharded, on a GPU): its physical buffer
+            vals.append(x._value if isinstance(a.dtype, ExtendedDType) else np.asarray(x, a.dtype))
         out_aval = abstract_eval_cached(prim, tuple(avals), params)
         if _has_extended(avals, out_aval):
             return self._process_extended(prim, vals, avals, params, out_aval)

@@ -2,16 +2,18 @@
 
 ``physicalize`` first rewrites values of extended dtypes (typed PRNG keys) onto their
 physical data (the only pass that changes the program's types: a ``key<fry>[n]`` input or
-output becomes ``u32[n,2]``, the buffer behind the key array); ``inline`` then removes call boundaries; then ``simplify``, ``const_fold`` and ``cse``
-(the passes in ``FIXED_POINT``, which feed each other: a fold makes a literal that
-simplifies, a simplification exposes duplicates, ...) repeat as a group until nothing
-changes (at most ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce``
-drops what became dead (unused scan/while carries and ys, cond outputs included),
-``hoist_accumulators`` turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot
-after the loop, and ``prune_consts`` drops the consts nothing reads any more.
+output becomes ``u32[n,2]``, the buffer behind the key array); ``inline`` then removes
+call boundaries; then ``simplify``, ``const_fold`` and ``cse`` (the passes in
+``FIXED_POINT``, which feed each other: a fold makes a literal that simplifies, a
+simplification exposes duplicates, ...) repeat as a group until nothing changes (at most
+``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce`` drops what became
+dead (unused scan/while carries and ys, cond outputs included), ``hoist_accumulators``
+turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot after the loop, and
+``prune_consts`` drops the consts nothing reads any more.
 
-Every pass after ``physicalize`` keeps the program well-typed and its avals exactly equal; a pass that
-changes nothing returns its argument itself, which is how the group detects a fixed point.
+Every pass after ``physicalize`` keeps the program well-typed and its avals exactly equal;
+a pass that changes nothing returns its argument itself, which is how the group detects a
+fixed point.
 """
 from __future__ import annotations
 

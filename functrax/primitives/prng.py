@@ -150,9 +150,6 @@ def _random_fold_in_abstract(keys, msgs):
 
 @random_wrap_p.def_abstract_eval
 def _random_wrap_abstract(data, *, impl):
-    if dtypes.is_extended(data.dtype):
-        raise TypeError(f"random_wrap takes an array of key data, got a key array "
-                        f"(dtype={data.dtype}): it is already wrapped")
     check_key_data(impl, data)
     return ShapedArray(data.shape[:-len(impl.key_shape)], dtypes.key_dtype(impl))
 

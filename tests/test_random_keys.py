@@ -680,3 +680,13 @@ def test_keys_where_seeds_or_single_keys_are_expected():
         random.key(0, impl="rbg")
     with pytest.raises(TypeError, match="unrecognized type <class 'int'> for specifying PRNG"):
         random.key_dtype(3)
+
+
+def test_doctests():
+    import doctest
+    import sys
+    for name in ("functrax.random.keys", "functrax.passes.physicalize",
+                 "functrax.primitives.prng_impl", "functrax.dtypes", "functrax.core.avals",
+                 "functrax.random.discrete_samplers"):
+        result = doctest.testmod(sys.modules[name])
+        assert result.failed == 0, name

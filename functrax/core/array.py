@@ -2,8 +2,8 @@
 
 An array of an extended dtype (a typed PRNG key array, dtype ``key<fry>``) holds its
 *physical* buffer (``uint32[..., 2]``) under its logical aval (``key<fry>[...]``): it prints
-as JAX prints it (``Array((), dtype=key<fry>) overlaying:\n[0 0]``) and cannot be converted
-to numpy (``random.key_data`` gives the data).
+as JAX prints it (``Array((), dtype=key<fry>) overlaying:`` and the data on the next line)
+and cannot be converted to numpy (``random.key_data`` gives the data).
 """
 from __future__ import annotations
 

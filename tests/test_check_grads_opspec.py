@@ -33,6 +33,11 @@ _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the functio
 
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
+    "lax_top_k_ties_axis0": ("top_k of values with ties by design: a perturbation changes "
+                             "which element is selected"),
+    **dict.fromkeys(("lax_reduce_precision_f16", "lax_reduce_precision_bf16"),
+                    "rounding: piecewise constant, while its JVP passes the (rounded) tangent "
+                    "through, as JAX's"),
     "rint_halves": _STEP,
     "lax_sign": _STEP + " (the domain cycles through 0)",
     "lax_round_away_from_zero": _STEP + " (the domain cycles through halves)",
@@ -70,7 +75,52 @@ NOT_DIFFERENTIABLE = {
                                            "derivative), jumping where a draw changes"),
     "random_multinomial_one_hot": ("random counts: piecewise constant in p (zero "
                                    "derivative), jumping where a draw changes"),
+    "sort_complex_ties": ("complex values with tied real parts by design (the order is "
+                          "lexicographic): a perturbation reorders them"),
+    **dict.fromkeys(("special_betainc", "lax_betainc"), (
+        "the derivatives in a and b raise ValueError (as JAX); special_betainc_x checks x")),
+    **dict.fromkeys(("special_gammainc", "special_gammaincc", "lax_igamma", "lax_igammac"), (
+        "the second derivative in a needs one of lax.igamma_grad_a, which has none (as "
+        "JAX); special_gammainc_x / special_gammaincc_x check x to order 2, "
+        "tests/test_scipy_special.py the first a-derivative")),
+    **dict.fromkeys(("lax_igamma_grad_a", "lax_random_gamma_grad"), (
+        "no derivative rule (as JAX): a derivative itself, not differentiated again")),
+    "lax_polygamma": ("the derivative in m raises ValueError (as JAX); special_polygamma "
+                      "holds the integer order fixed"),
+    "special_hyp1f1": ("the a/b derivative series are while_loops: reverse mode over them "
+                       "raises (as JAX); special_hyp1f1_x checks x"),
+    "special_hyp2f1": ("the a/b/c derivatives are forward mode through the series' "
+                       "while_loop: reverse mode raises (as JAX); special_hyp2f1_x checks x"),
 }
+
+_SCHUR = ("the Schur decomposition has no derivative (JAX's NotImplementedError, tested in "
+          "tests/test_scipy_linalg.py)")
+_HOUSEHOLDER = ("a Householder reduction (LAPACK's packed form) has no derivative in JAX: "
+                "NotImplementedError, tested in tests/test_scipy_linalg.py")
+_WHILE = ("QDWH iterates in a while_loop: reverse mode is undefined (as JAX); forward mode "
+          "is tested in tests/test_scipy_linalg.py")
+NOT_DIFFERENTIABLE.update({
+    "scipy_linalg_schur": _SCHUR,
+    "scipy_linalg_schur_complex": _SCHUR,
+    "scipy_linalg_rsf2csf": _SCHUR + " (its input is a Schur form)",
+    "scipy_linalg_sqrtm": _SCHUR + " (sqrtm is computed from it, as JAX)",
+    "scipy_linalg_funm": _SCHUR + " (funm is computed from it, as JAX)",
+    "scipy_linalg_solve_sylvester": _SCHUR + " (Bartels-Stewart uses it, as JAX)",
+    "scipy_linalg_solve_sylvester_eigen": ("eigenvector derivatives are not implemented "
+                                           "(JAX's NotImplementedError)"),
+    "scipy_linalg_hessenberg": _HOUSEHOLDER,
+    "scipy_linalg_lax_hessenberg": _HOUSEHOLDER,
+    "scipy_linalg_lax_tridiagonal": _HOUSEHOLDER,
+    "scipy_linalg_lax_householder_product": _HOUSEHOLDER,
+    "scipy_linalg_lax_ormqr": _HOUSEHOLDER + " (ormqr applies householder_product)",
+    "scipy_linalg_lax_eig": ("eigenvector derivatives are not implemented (JAX's "
+                             "NotImplementedError)"),
+    "scipy_linalg_lax_eigvals": ("eig's JVP computes eigenvectors, so eigenvalues are "
+                                 "differentiable once (as JAX); first order is tested in "
+                                 "tests/test_scipy_linalg.py"),
+    "scipy_linalg_polar_qdwh": _WHILE,
+    "scipy_linalg_lax_qdwh": _WHILE,
+})
 
 # float32 / complex64 inputs are checked in float64 / complex128; other dtypes as they are
 _WIDEN = {np.dtype(np.float32): np.dtype(np.float64),

@@ -278,3 +278,14 @@ def test_grad_of_checkpointed_scan_closing_over_the_differentiated_value():
     assert float(fx.grad(f)(2.0)) == pytest.approx(12.0)
     assert float(fx.jit(fx.grad(f))(2.0)) == pytest.approx(12.0)
     assert float(fx.grad(fx.checkpoint(f))(2.0)) == pytest.approx(12.0)
+
+
+def test_a_custom_jvp_function_applied_to_tangents_is_transposable():
+    # the tangent of f calls another custom_jvp function: reverse mode inlines it (as JAX)
+    g = fx.custom_jvp(lambda x: 2 * x)
+    g.defjvp(lambda p, t: (g(p[0]), 2 * t[0]))
+    f = fx.custom_jvp(fnp.sin)
+    f.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * g(t[0]) / 2))
+    assert float(fx.grad(f)(1.0)) == pytest.approx(np.cos(1.0))
+    assert float(fx.jit(fx.grad(f))(1.0)) == pytest.approx(np.cos(1.0))
+    assert float(fx.grad(fx.grad(f))(1.0)) == pytest.approx(-np.sin(1.0), rel=1e-6)

@@ -109,6 +109,8 @@ _PHYSICALIZED = ("a typed-key primitive: passes/physicalize.py (the first pass o
 # primitive name -> why it has no cost rule
 EXEMPT_COST = {
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"), _LAPACK),
+    **dict.fromkeys(("hessenberg", "tridiagonal", "householder_product", "schur", "eig",
+                     "tridiagonal_solve", "geqp3"), _LAPACK),
     "threefry2x32": "an integer hash: one flop per output element (the default)",
     "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
     **dict.fromkeys(_KEY_PRIMS, _PHYSICALIZED),
@@ -147,9 +149,16 @@ EXEMPT_TRITON = {
     "xla_pmap": "a call mapped over devices: the pmap runtime runs one program per device",
     **dict.fromkeys(("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
                      "axis_index", "reduce_scatter"), _COLLECTIVE),
-    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"),
+    **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "hessenberg",
+                     "tridiagonal", "householder_product", "schur", "eig",
+                     "tridiagonal_solve", "geqp3"),
                     "a LAPACK decomposition: a listed numpy fallback"),
-    **dict.fromkeys(("real", "imag"), "complex operands only: Triton has no complex type"),
+    **dict.fromkeys(("real", "imag", "complex"),
+                    "complex operands or results: Triton has no complex type"),
+    "optimization_barrier": ("an identity the fusion plan does not look through: a listed "
+                             "numpy step between kernels"),
+    "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
+    "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "
@@ -158,6 +167,11 @@ EXEMPT_TRITON = {
     "reduce": ("lax.reduce with a general computation (a traced scalar sub-jaxpr): a listed "
                "numpy fallback; its monoids bind reduce_sum/_max/... , which have kernels"),
     **dict.fromkeys(_KEY_PRIMS, _PHYSICALIZED),
+    **dict.fromkeys(("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+                     "regularized_incomplete_beta", "zeta", "polygamma"),
+                    "an iterative special function (series / continued fraction summed until "
+                    "each element converges): an opaque group, a listed numpy fallback "
+                    "(UNFUSIBLE_PRIMITIVES in lowering/fusion/tables.py)"),
 }
 
 

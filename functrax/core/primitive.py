@@ -32,6 +32,7 @@ class Family(enum.Enum):
     LINALG = "linalg"                  # matrix decompositions and solves
     PRNG = "prng"                      # the threefry2x32 block cipher
     FUSED = "fused"                    # made by a lowering pattern pass (fused_attention)
+    BARRIER = "barrier"                # optimization_barrier: an identity nothing looks into
 
     def __repr__(self):
         return f"Family.{self.name}"

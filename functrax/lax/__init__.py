@@ -21,9 +21,19 @@ from functrax.primitives.elementwise import (
     shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, stop_gradient,
     sub, tan, tanh,
 )
+from functrax.primitives.compositions import (
+    batch_matmul, broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, dtype,
+    dynamic_update_index_in_dim, empty, index_take, scatter_apply, scatter_sub,
+    shape_as_value, sort_key_val, split, stack, stage, tile, unstack,
+)
+from functrax.primitives.elementwise_extra import (
+    RoundingMethod, clz, complex, mulhi, reciprocal, reduce_precision,
+)
+from functrax.primitives.barrier import optimization_barrier
+from functrax.primitives.rng_bit_generator import RandomAlgorithm, rng_bit_generator
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,
-    reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort,
+    reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor, sort, top_k,
 )
 from functrax.primitives.shape import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, full_like,
@@ -35,7 +45,7 @@ from functrax.primitives.indexing import (
     dynamic_update_slice_in_dim,
 )
 from functrax.primitives.contraction import (
-    dot, dot_general,
+    DotDimensionNumbers, Precision, PrecisionLike, dot, dot_general,
 )
 from functrax.primitives.convolution import (
     ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers,
@@ -55,13 +65,19 @@ from functrax.primitives.windows import (
     select_and_scatter_add_p,
 )
 from functrax.primitives.collectives import (
-    all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, pshuffle, psum,
-    psum_scatter,
+    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
+    pswapaxes, psum, psum_scatter,
 )
 from functrax.primitives.prng import bitcast_convert_type
+from functrax.primitives.special import (
+    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, polygamma,
+    random_gamma_grad, zeta,
+)
+from functrax.primitives.fft import FftType, fft, fft_p
 from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan
+from functrax.control_flow.associative_scan import associative_scan, platform_dependent
 from functrax.lax import linalg
 
 

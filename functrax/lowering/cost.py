@@ -10,6 +10,7 @@ Costs are counted per equation from a table keyed by primitive (``cost_rules``).
 - ``conv_general_dilated``: ``2 * output size * kernel window * input features per group``;
 - reductions, cumulative ops and arg-reductions: one flop per input element;
 - windowed reductions: one flop per output element per window element;
+- ``fft``: ``5 N log2 N`` flops per transform of ``N`` points;
 - data movement (reshape, broadcast, transpose, slice, gather, ...): no flops;
 - ``bytes accessed``: for every equation, the bytes of its operands plus its results.
 
@@ -92,7 +93,7 @@ def _window(eqn):
 # what each family costs; the primitives below that differ from their family override it
 _FAMILY_COSTS = {
     Family.ELEMENTWISE: _elementwise, Family.TRANSCENDENTAL: _transcendental,
-    Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free,
+    Family.SHAPE: _free, Family.INDEXING: _free, Family.SCATTER: _free, Family.BARRIER: _free,
     Family.REDUCTION: _reduction, Family.CUMULATIVE: _reduction, Family.COLLECTIVE: _reduction,
     Family.WINDOW: _window,
 }
@@ -138,6 +139,14 @@ def _sort_cost(eqn):
     return _in_size(eqn) * max(math.ceil(math.log2(max(n, 1))), 1), 0
 
 
+def _fft_cost(eqn):
+    # 5 N log2 N flops per transform of N = prod(fft_lengths) points (Cooley-Tukey's count)
+    lengths = eqn.params["fft_lengths"]
+    n = math.prod(lengths)
+    batch = math.prod(eqn.invars[0].aval.shape[:-len(lengths)])
+    return (round(5 * batch * n * math.log2(n)) if n > 1 else 0), 0
+
+
 def _attention_cost(eqn):
     # fused_attention: the two matmuls, plus scale, max, exp, sum and divide per score;
     # one exp (a transcendental) per score
@@ -153,11 +162,11 @@ cost_rules.update({
     P.integer_pow_p: _integer_pow_cost,
     P.scatter_add_p: _scatter_combine_cost, P.scatter_mul_p: _scatter_combine_cost,
     P.scatter_min_p: _scatter_combine_cost, P.scatter_max_p: _scatter_combine_cost,
-    P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost,
+    P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost, P.top_k_p: _sort_cost,
     # identities and data movement: no arithmetic
     P.copy_p: _free, P.stop_gradient_p: _free, P.axis_index_p: _free, P.all_gather_p: _free,
     P.ppermute_p: _free, P.all_to_all_p: _free,
-    P.attention_p: _attention_cost,
+    P.attention_p: _attention_cost, P.fft_p: _fft_cost,
 })
 
 

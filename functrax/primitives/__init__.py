@@ -10,6 +10,7 @@ from functrax.primitives.contraction import *  # noqa: F401,F403
 from functrax.primitives.contraction import dot_general_p  # noqa: F401
 from functrax.primitives.convolution import *  # noqa: F401,F403
 from functrax.primitives.elementwise import *  # noqa: F401,F403
+from functrax.primitives.elementwise_extra import *  # noqa: F401,F403
 from functrax.primitives.indexing import *  # noqa: F401,F403
 from functrax.primitives.reductions import *  # noqa: F401,F403
 from functrax.primitives.shape import *  # noqa: F401,F403
@@ -19,6 +20,12 @@ from functrax.primitives import printing as _printing  # noqa: F401,E402
 from functrax.primitives.collectives import *  # noqa: F401,F403,E402
 from functrax.primitives.prng import *  # noqa: F401,F403,E402
 from functrax.primitives.linalg import *  # noqa: F401,F403,E402
+from functrax.primitives.linalg_more import *  # noqa: F401,F403,E402
+from functrax.primitives.fft import *  # noqa: F401,F403,E402
 from functrax.primitives.control_flow import *  # noqa: F401,F403,E402
 from functrax.primitives.calls import *  # noqa: F401,F403,E402
 from functrax.primitives.attention import *  # noqa: F401,F403,E402
+from functrax.primitives.compositions import *  # noqa: F401,F403,E402
+from functrax.primitives.barrier import *  # noqa: F401,F403,E402
+from functrax.primitives.rng_bit_generator import *  # noqa: F401,F403,E402
+from functrax.primitives.special import *  # noqa: F401,F403,E402

@@ -451,8 +451,15 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                                      tiled=bool(tiled))
     return tree_map(bind, x)
 
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the mapped axis ``axis_name`` with the positional ``axis`` of ``x`` (whose size
+    must equal the named axis' size): ``all_to_all`` with ``split_axis = concat_axis =
+    axis``, as JAX."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
 __all__ = [
-    "axis_names", "axis_size", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
+    "pswapaxes", "axis_names", "axis_size", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
     "reduce_scatter_p", "axis_index_p", "ppermute_p", "check_perm", "all_to_all_p", "psum",
     "pmean", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "pshuffle", "all_to_all",
     "psum_scatter",

@@ -1,6 +1,9 @@
 """dot_general: contraction over paired dimensions with batch dimensions."""
 from __future__ import annotations
 
+import enum
+from typing import Sequence, Tuple, Union
+
 from functrax.primitives.define import (
     Family, NUMBER, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
@@ -42,6 +45,61 @@ def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
     return ShapedArray(shape, out_dtype, lhs.weak_type and rhs.weak_type)
 
 
+# --- precision (JAX's enum; recorded on dot_general / conv, the numpy backend is exact) ---
+
+
+class Precision(enum.Enum):
+    """Precision of a matrix product's operands (``lax.Precision``), also given by name:
+    "default"/"fastest"/"bfloat16", "high"/"bfloat16_3x"/"tensorfloat32",
+    "highest"/"float32".
+
+    >>> Precision("highest")
+    <Precision.HIGHEST: 2>
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        name = _PRECISION_NAMES.get(value.lower() if isinstance(value, str) else value)
+        return None if name is None else cls[name]
+
+    def __str__(self):
+        return self.name
+
+
+_PRECISION_NAMES = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT",
+                    "high": "HIGH", "bfloat16_3x": "HIGH", "tensorfloat32": "HIGH",
+                    "highest": "HIGHEST", "float32": "HIGHEST"}
+
+PrecisionLike = Union[None, str, Precision, Tuple[str, str], Tuple[Precision, Precision]]
+DotDimensionNumbers = Tuple[Tuple[Sequence[int], Sequence[int]],
+                            Tuple[Sequence[int], Sequence[int]]]
+
+
+def canonicalize_precision(precision):
+    """None, or a pair of :class:`Precision` (one value applies to both operands).
+
+    Raises:
+      ValueError: for anything else (JAX's text).
+    """
+    if precision is None:
+        return None
+    try:
+        if isinstance(precision, (str, Precision)):
+            p = Precision(precision)
+            return (p, p)
+        if isinstance(precision, (list, tuple)) and len(precision) == 2:
+            return tuple(Precision(p) for p in precision)
+    except ValueError:
+        pass
+    raise ValueError(f"Precision argument must be one of:\n- None,\n- a string in "
+                     f"{list(_PRECISION_NAMES)},\n- a lax.Precision value,\n- a tuple of two "
+                     f"lax.Precision values or strings; got {precision}.")
+
+
 # --- wrappers that bind the primitives (re-exported by functrax.lax) ---
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -51,7 +109,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
                               preferred_element_type=pet)
 
 
@@ -65,5 +124,6 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
                        preferred_element_type)
 
 __all__ = [
+    "Precision", "PrecisionLike", "DotDimensionNumbers", "canonicalize_precision",
     "dot_general_p", "dot_general_shape", "dot_general", "dot",
 ]

@@ -40,7 +40,7 @@ import operator
 from typing import NamedTuple, Sequence, Union
 
 from functrax import core, dtypes
-from functrax.primitives.contraction import dot_general
+from functrax.primitives.contraction import canonicalize_precision, dot_general
 from functrax.primitives.define import Family, ShapedArray, new_primitive, np
 from functrax.primitives.shape import rev, transpose
 from functrax.primitives.windows import padtype_to_pads
@@ -347,27 +347,6 @@ def _conv_general_dilated_abstract(lhs, rhs, *, window_strides, padding, lhs_dil
 
 
 # --- the wrapper that binds the primitive ---
-
-_PRECISION_STRINGS = ("bfloat16", "tensorfloat32", "float32", "default", "high", "highest",
-                      "fastest")
-
-
-def canonicalize_precision(precision):
-    """None, or a hashable pair of per-operand precisions (a single value applies to both)."""
-    if precision is None:
-        return None
-    if isinstance(precision, str):
-        if precision.lower() not in _PRECISION_STRINGS:
-            raise ValueError(f"Precision argument must be one of {_PRECISION_STRINGS} (or a "
-                             f"pair of them), got {precision!r}")
-        return (precision, precision)
-    if isinstance(precision, (list, tuple)):
-        if len(precision) != 2:
-            raise ValueError(f"Precision argument must be None, a string, a Precision or a "
-                             f"pair of them, got {precision!r}")
-        return tuple(precision)
-    return (precision, precision)
-
 
 def _int_tuple(name, argname, values):
     try:

@@ -15,13 +15,21 @@ axes. Only float32/float64/complex64/complex128 are accepted (LAPACK's types).
   eigenvalues (ascending) of a Hermitian matrix; only the ``lower`` (or upper) triangle is
   read.
 - ``svd(a; full_matrices, compute_uv) -> (s, u, vh)`` or ``(s,)``.
+- ``geqp3(a) -> (a, jpvt, taus)``: QR with column pivoting in LAPACK's packed form (``jpvt``
+  int32 ``[..., n]``, 0-based); ``qr(x, pivoting=True)`` uses only its pivots.
+
+More primitives (Hessenberg, tridiagonal, Schur, eig, ...) are in ``linalg_more.py``.
 """
 from __future__ import annotations
+
+import enum
 
 from functrax import core
 from functrax.primitives.contraction import dot_general
 from functrax.primitives.define import Family, ShapedArray, new_primitive, np
-from functrax.primitives.elementwise import add, conj, convert_element_type, div, eq, select
+from functrax.primitives.elementwise import (
+    add, conj, convert_element_type, div, eq, select, stop_gradient,
+)
 from functrax.primitives.reductions import reduce_sum
 from functrax.primitives.shape import (
     broadcast_in_dim, broadcasted_iota, expand_dims, full, full_like, slice_in_dim, squeeze,
@@ -38,6 +46,7 @@ lu_p = new_primitive("lu", multiple_results=True, family=Family.LINALG)
 qr_p = new_primitive("qr", multiple_results=True, family=Family.LINALG)
 eigh_p = new_primitive("eigh", multiple_results=True, family=Family.LINALG)
 svd_p = new_primitive("svd", multiple_results=True, family=Family.LINALG)
+geqp3_p = new_primitive("geqp3", multiple_results=True, family=Family.LINALG)
 
 
 def real_dtype(dtype) -> np.dtype:
@@ -123,6 +132,14 @@ def _svd_abstract(a, *, full_matrices=True, compute_uv=True):
     u = ShapedArray((*batch, m, m if full_matrices else k), a.dtype)
     vh = ShapedArray((*batch, n if full_matrices else k, n), a.dtype)
     return [s, u, vh]
+
+
+@geqp3_p.def_abstract_eval
+def _geqp3_abstract(a):
+    check_matrix("geqp3", a)
+    *batch, m, n = a.shape
+    return [a.strip_weak_type(), ShapedArray((*batch, n), np.int32),
+            ShapedArray((*batch, min(m, n)), a.dtype)]
 
 
 # --- wrappers that bind the primitives (re-exported by functrax.lax.linalg) ---
@@ -230,15 +247,63 @@ def _take_last(x, idx):
     return broadcast_in_dim(picked, _aval(x).shape, tuple(range(nd - 1)))
 
 
-def qr(x, *, full_matrices: bool = True):
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
     """QR decomposition ``x = q @ r``: ``q`` ``[..., m, m]`` and ``r`` ``[..., m, n]``
-    (``full_matrices``), else ``[..., m, k]`` and ``[..., k, n]`` with ``k = min(m, n)``."""
-    q, r = qr_p.bind(matrix_operand("qr", x), full_matrices=bool(full_matrices))
-    return q, r
+    (``full_matrices``), else ``[..., m, k]`` and ``[..., k, n]`` with ``k = min(m, n)``.
+
+    With ``pivoting``, ``(q, r, p)``: ``x[..., :, p] = q @ r`` with the int32 column
+    permutation ``p`` ``[..., n]`` chosen as LAPACK's ``?geqp3`` (largest remaining column
+    norm first); derivatives treat ``p`` as constant. ``use_magma`` is accepted and unused.
+    """
+    del use_magma
+    x = matrix_operand("qr", x)
+    if not pivoting:
+        q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
+        return q, r
+    _, jpvt, _ = geqp3_p.bind(stop_gradient(x))
+    xp = batched_matmul(x, transpose_last(permutation_matrix(jpvt, _aval(x).dtype)))
+    q, r = qr_p.bind(xp, full_matrices=bool(full_matrices))
+    return q, r, jpvt
+
+
+def geqp3(a):
+    """QR with column pivoting in LAPACK's packed form: ``(a, jpvt, taus)`` (``r`` in the
+    upper triangle of ``a``, the reflectors below; ``jpvt`` 0-based int32)."""
+    a, jpvt, taus = geqp3_p.bind(matrix_operand("geqp3", a))
+    return a, jpvt, taus
+
+
+class EighImplementation(enum.Enum):
+    """The eigh algorithms of JAX (all run the numpy rule here)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """The SVD algorithms of JAX (all run the numpy rule here)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+
+
+def _subset(name, subset_by_index, k):
+    if subset_by_index is None:
+        return None
+    try:
+        start, end = (int(i) for i in subset_by_index)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: subset_by_index must be a pair (start, end) of ints, got "
+                         f"{subset_by_index!r}") from None
+    if not 0 <= start <= end <= k:
+        raise ValueError(f"{name}: subset_by_index={subset_by_index!r} must satisfy "
+                         f"0 <= start <= end <= {k}")
+    return start, end
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
-         sort_eigenvalues: bool = True):
+         sort_eigenvalues: bool = True, subset_by_index=None, implementation=None):
     """Eigendecomposition of Hermitian matrices: ``(v, w)``, eigenvectors in the columns of
     ``v`` and the real eigenvalues ``w`` in ascending order.
 
@@ -247,24 +312,51 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
       lower: without ``symmetrize_input``, which triangle is read.
       symmetrize_input: use ``(x + x^H) / 2``.
       sort_eigenvalues: eigenvalues ascending (they always are here).
+      subset_by_index: ``(start, end)``: only the eigenpairs ``start:end`` (ascending).
+      implementation: an ``EighImplementation`` (accepted, unused).
     """
+    del implementation
     x = matrix_operand("eigh", x)
     if symmetrize_input:
         _square("eigh", x)
         x = symmetrize(x)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
+    sub = _subset("eigh", subset_by_index, _aval(w).shape[-1])
+    if sub is not None:
+        nd = _aval(v).ndim
+        v = slice_in_dim(v, sub[0], sub[1], axis=nd - 1)
+        w = slice_in_dim(w, sub[0], sub[1], axis=nd - 2)
     return v, w
 
 
-def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
     """Singular value decomposition: ``(u, s, vh)`` with ``x = u @ diag(s) @ vh``, or just
-    the singular values ``s`` (descending) if not ``compute_uv``."""
-    out = svd_p.bind(matrix_operand("svd", x), full_matrices=bool(full_matrices),
-                     compute_uv=bool(compute_uv))
+    the singular values ``s`` (descending) if not ``compute_uv``. ``subset_by_index=(start,
+    end)`` keeps the singular triplets ``start:end`` (needs ``full_matrices=False``);
+    ``algorithm`` (an ``SvdAlgorithm``) is accepted and unused."""
+    del algorithm
+    x = matrix_operand("svd", x)
+    sub = _subset("svd", subset_by_index, min(_aval(x).shape[-2:]) if _aval(x).ndim >= 2 else 0)
+    if sub is not None and full_matrices:
+        raise ValueError("full_matrices and subset_by_index cannot both be set: pass "
+                         "full_matrices=False")
+    out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if sub is not None:
+        out = _svd_subset(out, sub)
     if compute_uv:
         s, u, vh = out
         return u, s, vh
     return out[0]
+
+
+def _svd_subset(out, sub):
+    nd = _aval(out[0]).ndim
+    res = [slice_in_dim(out[0], sub[0], sub[1], axis=nd - 1)]
+    if len(out) == 3:
+        res.append(slice_in_dim(out[1], sub[0], sub[1], axis=nd))
+        res.append(slice_in_dim(out[2], sub[0], sub[1], axis=nd - 1))
+    return res
 
 
 def _square(name, x):
@@ -367,7 +459,8 @@ def permutation_matrix(perm, dtype):
         eq(rows, broadcasted_iota(_aval(perm).dtype, full, nd - 1)), dtype)
 
 __all__ = [
-    "cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "real_dtype",
+    "cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "geqp3_p", "geqp3",
+    "EighImplementation", "SvdAlgorithm", "real_dtype",
     "check_matrix", "matrix_operand", "symmetrize", "cholesky", "triangular_solve", "lu",
     "lu_pivots_to_permutation", "qr", "eigh", "svd", "full_like_matrix", "transpose_last",
     "adjoint", "conj_if_complex", "batched_matmul", "const_matrix", "tril", "triu", "eye_like",

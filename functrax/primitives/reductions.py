@@ -5,6 +5,7 @@ from functrax.primitives.define import (
     ANY, BOOL_OR_INT, NUMBER, Family, ShapedArray, check_axes, check_dtype, new_primitive, np,
 )
 import builtins
+import operator
 from functrax import core
 from functrax import dtypes
 
@@ -139,7 +140,47 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
                       is_stable=bool(is_stable), num_keys=int(num_keys))
     return out[0] if single else tuple(out)
 
+
+top_k_p = new_primitive("top_k", family=Family.SORT)
+top_k_p.multiple_results = True
+
+
+@top_k_p.def_abstract_eval
+def _top_k_abstract(x, *, k):
+    if not x.shape:
+        raise TypeError("top_k operand must have >= 1 dimension, got ()")
+    check_dtype("top_k", x.dtype, ANY)
+    if not 0 <= k <= x.shape[-1]:
+        raise ValueError(f"k argument to top_k must be nonnegative and at most the size of "
+                         f"the last axis {x.shape[-1]}, got {k}")
+    shape = x.shape[:-1] + (k,)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32))]
+
+
+def top_k(operand, k, *, axis=-1):
+    """The ``k`` largest elements along ``axis`` (the last by default), in descending order,
+    and their indices (int32; the lower index first among equal values, NaN largest).
+
+    >>> import functrax.numpy as fnp
+    >>> top_k(fnp.array([1.0, 4.0, 3.0]), 2)
+    (Array([4., 3.], dtype=float32), Array([1, 2], dtype=int32))
+    """
+    from functrax.primitives.shape import transpose
+    k = operator.index(k)
+    nd = core.get_aval(operand).ndim
+    if nd and not -nd <= axis < nd:
+        raise ValueError(f"top_k: axis {axis} is out of bounds for an operand of rank {nd}")
+    ax = axis % builtins.max(nd, 1)
+    if nd and ax != nd - 1:  # the primitive works on the last axis
+        perm = tuple(i for i in range(nd) if i != ax) + (ax,)
+        inv = tuple(int(i) for i in np.argsort(perm))
+        vals, idx = top_k_p.bind(transpose(operand, perm), k=k)
+        return transpose(vals, inv), transpose(idx, inv)
+    return tuple(top_k_p.bind(operand, k=k))
+
+
 __all__ = [
+    "top_k_p", "top_k",
     "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p",
     "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p",
     "cummin_p", "cumlogsumexp_p", "sort_p", "reduce_sum", "reduce_prod", "reduce_max",

@@ -279,6 +279,26 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 
 jvp_rules[P.sort_p] = _sort_jvp
 
+
+def _top_k_jvp(primals, tangents, *, k):
+    (x,), (t,) = primals, tangents
+    vals, idx = P.top_k_p.bind(x, k=k)
+    if type(t) is Zero or k == 0:
+        return [vals, idx], [Zero.from_value(vals) if type(t) is Zero else P.full_like(vals, 0),
+                             Zero.from_value(idx)]
+    shape = _aval(idx).shape
+    axis = len(shape) - 1
+    batch = tuple(range(axis))
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    t_out = P.gather(t, P.expand_dims(idx, (len(shape),)), dnums, (1,) * len(shape),
+                     mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+    return [vals, idx], [t_out, Zero.from_value(idx)]
+
+
+jvp_rules[P.top_k_p] = _top_k_jvp
+
 # --- cumulative reductions ---
 
 

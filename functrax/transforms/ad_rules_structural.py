@@ -257,3 +257,16 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None,
 
 
 deflinear_transpose(P.dot_general_p, _dot_general_transpose)
+
+
+# --- optimization_barrier: linear (the identity), its tangents behind a barrier too ---
+
+
+def _barrier_transpose(cts, *args):
+    cts = [instantiate(c) for c in cts]
+    outs = P.optimization_barrier_p.bind(*cts)
+    return [c if is_undefined(a) else None for c, a in zip(outs, args)]
+
+
+deflinear(P.optimization_barrier_p)
+deflinear_transpose(P.optimization_barrier_p, _barrier_transpose)

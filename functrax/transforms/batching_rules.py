@@ -140,6 +140,16 @@ def _sort_rule(axis, vals, dims, *, dimension, is_stable, num_keys):
 
 vmap_rules[P.sort_p] = _sort_rule
 
+
+def _top_k_rule(axis, vals, dims, *, k):
+    x = bdim_at_front(vals[0], dims[0], axis.size)
+    return P.top_k_p.bind(x, k=k), [0, 0]
+
+
+vmap_rules[P.top_k_p] = _top_k_rule
+vmap_rules[P.optimization_barrier_p] = lambda axis, vals, dims: (
+    P.optimization_barrier_p.bind(*vals), list(dims))
+
 # --- shape ---
 
 

@@ -22,7 +22,7 @@ from functrax.primitives.calls import custom_jvp_call_p, custom_lin_p, custom_vj
 from functrax.core.tracing import fun_name
 from functrax.transforms.call_util import trace_subjaxpr
 from functrax.transforms.jvp import JVPTrace, Zero, instantiate, jvp_rules, tangent_aval
-from functrax.transforms.partial_eval import PartialEvalTrace
+from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_rules
 from functrax.transforms.transpose import is_undefined, transpose_rules
 from functrax.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
@@ -229,6 +229,16 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 
 
 jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+def _custom_jvp_call_partial_eval(trace, args, params):
+    # as JAX: partial evaluation with unknown inputs builds a linear function, which needs
+    # no custom rule any more: the function is inlined (so it can be transposed)
+    closed = params["call_jaxpr"]
+    return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+partial_eval_rules[custom_jvp_call_p] = _custom_jvp_call_partial_eval
 
 
 class custom_vjp(_CustomBase):

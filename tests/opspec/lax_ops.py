@@ -197,6 +197,25 @@ def _einsum_ref(spec, out_dtype=None):
     return ref
 
 
+def _top_k_ref(x, k):
+    idx = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, -1), idx.astype(np.int32)
+
+
+def _clz_ref(x):
+    bits = x.dtype.itemsize * 8
+    mask = (1 << bits) - 1
+    return np.array([bits - (int(v) & mask).bit_length() for v in x.ravel()],
+                    x.dtype).reshape(x.shape)
+
+
+def _mulhi_ref(x, y):
+    x, y = np.broadcast_arrays(x, y)
+    bits = x.dtype.itemsize * 8
+    out = [(int(a) * int(b)) >> bits for a, b in zip(x.ravel(), y.ravel())]
+    return np.array(out, np.int64).astype(x.dtype).reshape(x.shape)
+
+
 def _spec(name, fn, ref, **kw):
     return OpSpec("lax_" + name, fn, ref, **kw)
 
@@ -255,6 +274,17 @@ UNARY = [
            domain=uniform(-100, 100)),
     _unary("population_count", lambda x: np.bitwise_count(x.view(f"u{x.itemsize}")).astype(
         x.dtype), dts=(I32, I8, U8), domain=uniform(-128, 127)),
+    _unary("clz", lambda x: _clz_ref(x), dts=(I32, I8, U8),
+           domain=cycle([0, 1, 2, 3, 64, 100, 127, -1, -128, -100])),
+    _spec("reduce_precision_f16", lambda x: lax.reduce_precision(x, 5, 10),
+          lambda x: x.astype(np.float16).astype(x.dtype), shapes=UN,
+          domain=cycle([1.0009765625, 1.00048828125, 3.14159, -2.7e4, 7e-5, 0.1, -0.0, 7e4]),
+          atol=0, rtol=0, primitives=("reduce_precision",)),
+    _spec("reduce_precision_bf16", lambda x: lax.reduce_precision(x, 8, 7),
+          lambda x: x.astype(BF16).astype(x.dtype), shapes=UN, domain=uniform(-1e3, 1e3),
+          atol=0, rtol=0, primitives=("reduce_precision",)),
+    _unary("reciprocal", lambda x: (1.0 / x.astype(np.float64)).astype(x.dtype),
+           domain=nonzero(), prim="integer_pow"),
     _unary("erf", in_f64(_erf), domain=uniform(-3.0, 3.0)),
     _unary("erfc", in_f64(_erfc), domain=uniform(-2.0, 4.0), atol=1e-6),
     _unary("erf_inv", in_f64(_erf_inv), domain=uniform(-0.99, 0.99), atol=1e-5, rtol=1e-4),
@@ -317,6 +347,33 @@ BINARY = [
     _binary("max", np.maximum, dts=(F32, I32, BOOL)),
     _binary("min", np.minimum, dts=(F32, I32, BOOL)),
     _binary("atan2", np.arctan2),
+    _binary("complex", lambda x, y: (x + 1j * y.astype(np.float64)).astype(np.complex64)),
+    _spec("top_k", lambda x: lax.top_k(x, 2), lambda x: _top_k_ref(x, 2),
+          shapes=(((5,),), ((3, 4),)), dtypes=(F32, I32), domain=distinct(),
+          primitives=("top_k",)),
+    _spec("top_k_ties_axis0", lambda x: lax.top_k(x, 2, axis=0),
+          lambda x: tuple(np.moveaxis(r, -1, 0) for r in _top_k_ref(np.moveaxis(x, 0, -1), 2)),
+          shapes=(((4, 3),),), dtypes=(F32,), domain=cycle([1.0, 2.0, 2.0, 0.5]),
+          primitives=("top_k",)),
+    _spec("tile", lambda x: lax.tile(x, (2, 3)), lambda x: np.tile(x, (2, 3)),
+          shapes=(((3,),), ((2, 3),)), dtypes=(F32, I32), primitives=("broadcast_in_dim",)),
+    _spec("collapse", lambda x: lax.collapse(x, 1), lambda x: x.reshape(x.shape[0], -1),
+          shapes=(((2, 3, 4),),), primitives=("reshape",)),
+    _spec("split", lambda x: tuple(lax.split(x, (1, 3), axis=1)),
+          lambda x: (x[:, :1], x[:, 1:]), shapes=(((2, 4),),), primitives=("slice",)),
+    _spec("batch_matmul", lax.batch_matmul, lambda a, b: np.matmul(a, b),
+          shapes=(((2, 3, 4), (2, 4, 5)),), primitives=("dot_general",)),
+    _spec("associative_scan_add", lambda x: lax.associative_scan(lax.add, x, axis=-1),
+          lambda x: np.cumsum(x, -1), shapes=(((7,),), ((2, 8),)), primitives=("pad",)),
+    _spec("associative_scan_mul_reverse",
+          lambda x: lax.associative_scan(lax.mul, x, reverse=True),
+          lambda x: np.flip(np.cumprod(np.flip(x, 0), 0), 0), shapes=(((5, 2),),),
+          domain=uniform(0.5, 1.5), primitives=("pad",)),
+    _spec("optimization_barrier", lambda x: lax.optimization_barrier(x) * 2.0,
+          lambda x: x * 2.0, shapes=UN, primitives=("optimization_barrier",)),
+    _spec("mulhi", lax.mulhi, lambda x, y: _mulhi_ref(x, y), shapes=BIN, dtypes=(I32, U8),
+          domain=cycle([0, 1, -1, 7, 2 ** 31 - 1, -(2 ** 31), 12345, 255, 200]),
+          primitives=("mul", "shift_right_logical")),
     _binary("nextafter", np.nextafter, domain=(uniform(), cycle([-np.inf, 0.0, 1.0, np.inf]))),
     _binary("bitwise_and", np.bitwise_and, dts=(I32, BOOL), prim="and",
             domain=uniform(-100, 100)),

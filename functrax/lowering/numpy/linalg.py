@@ -4,14 +4,26 @@
 (a matrix that is not positive definite, an iteration that does not converge) gives NaNs
 for that matrix instead of raising. LU with partial pivoting (numpy has none) is a batched
 right-looking Doolittle elimination, one vectorized step per column.
+
+The primitives numpy has no routine for use algorithms of our own: the Householder
+reductions (Hessenberg, tridiagonal, pivoted QR, the Householder product) in
+``linalg_householder.py``, the Schur decomposition (shifted QR on the Hessenberg form) in
+``linalg_schur.py``; a tridiagonal solve is Gaussian elimination with partial pivoting,
+vectorized over the batch; eig is ``np.linalg.eig`` (left eigenvectors from the inverse of
+the right ones).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from functrax.lowering.numpy import linalg_householder as _hh
+from functrax.lowering.numpy.linalg_schur import schur as _schur_rule
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.primitives.linalg import (
-    cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p,
+    cholesky_p, eigh_p, geqp3_p, lu_p, qr_p, svd_p, triangular_solve_p,
+)
+from functrax.primitives.linalg_more import (
+    eig_p, hessenberg_p, householder_product_p, schur_p, tridiagonal_p, tridiagonal_solve_p,
 )
 
 
@@ -156,4 +168,102 @@ def _svd(a, *, full_matrices=True, compute_uv=True):
 numpy_rules.update({
     cholesky_p: _cholesky, triangular_solve_p: _triangular_solve, lu_p: _lu, qr_p: _qr,
     eigh_p: _eigh, svd_p: _svd,
+})
+
+
+# --- the primitives of linalg_more.py (and geqp3) ---
+
+
+def _normalize_columns(v):
+    """Unit 2-norm columns whose largest-magnitude component is real and positive, as
+    LAPACK's ``?geev`` returns eigenvectors."""
+    norms = np.linalg.norm(v, axis=-2, keepdims=True)
+    v = v / np.where(norms == 0, 1, norms)
+    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    phase = np.where(big == 0, 1, np.conj(big) / np.where(big == 0, 1, np.abs(big)))
+    return v * phase
+
+
+def _eig(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+         enable_eigvec_derivs=False):
+    n = a.shape[-1]
+    dt = np.result_type(a.dtype, np.complex64)
+    need_v = compute_left_eigenvectors or compute_right_eigenvectors
+
+    def fn(f):
+        if not need_v:
+            return [np.linalg.eigvals(f)]
+        w, vr = np.linalg.eig(f)
+        outs = [w]
+        if compute_left_eigenvectors:
+            outs.append(_normalize_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))))
+        if compute_right_eigenvectors:
+            outs.append(vr)
+        return outs
+    shapes = [((n,), dt)] + [((n, n), dt)] * (int(compute_left_eigenvectors)
+                                              + int(compute_right_eigenvectors))
+    if a.size == 0:
+        return [np.zeros(a.shape[:-2] + s, d) for s, d in shapes]
+    return _per_matrix(fn, a, shapes)
+
+
+def _tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """Gaussian elimination with partial pivoting (``?gtsv``), batched: row ``i`` holds
+    ``(diag, super, super2)`` at columns ``i, i + 1, i + 2`` after elimination."""
+    m = d.shape[-1]
+    if m == 0 or b.size == 0:
+        return np.zeros(b.shape, b.dtype)
+    lo, dg, up = (np.broadcast_to(x, d.shape).reshape(-1, m).copy() for x in (dl, d, du))
+    rhs = b.reshape((-1,) + b.shape[-2:]).copy()
+    up2 = np.zeros_like(dg)
+    with np.errstate(all="ignore"):
+        for i in range(m - 1):
+            swap = np.abs(dg[:, i]) < np.abs(lo[:, i + 1])
+            _pivot_rows(swap, i, lo, dg, up, up2, rhs, m)
+            fact = lo[:, i + 1] / dg[:, i]
+            dg[:, i + 1] -= fact * up[:, i]
+            if i + 1 < m - 1:
+                up[:, i + 1] -= fact * up2[:, i]
+            rhs[:, i + 1] -= fact[:, None] * rhs[:, i]
+        x = np.zeros_like(rhs)
+        for i in range(m - 1, -1, -1):
+            acc = rhs[:, i].copy()
+            if i + 1 < m:
+                acc -= up[:, i, None] * x[:, i + 1]
+            if i + 2 < m:
+                acc -= up2[:, i, None] * x[:, i + 2]
+            x[:, i] = acc / dg[:, i, None]
+    return x.reshape(b.shape)
+
+
+def _pivot_rows(swap, i, lo, dg, up, up2, rhs, m):
+    """Exchange rows ``i`` and ``i + 1`` where ``swap`` (row ``i + 1``: ``lo, dg, up``)."""
+    s = swap
+    r0 = (dg[:, i].copy(), up[:, i].copy())
+    r1 = (lo[:, i + 1].copy(), dg[:, i + 1].copy(), up[:, i + 1].copy() if i + 1 < m - 1
+          else np.zeros_like(dg[:, i]))
+    dg[:, i] = np.where(s, r1[0], r0[0])
+    up[:, i] = np.where(s, r1[1], r0[1])
+    up2[:, i] = np.where(s, r1[2], 0)
+    lo[:, i + 1] = np.where(s, r0[0], r1[0])
+    dg[:, i + 1] = np.where(s, r0[1], r1[1])
+    if i + 1 < m - 1:
+        up[:, i + 1] = np.where(s, 0, r1[2])
+    top = rhs[:, i].copy()
+    rhs[:, i] = np.where(s[:, None], rhs[:, i + 1], top)
+    rhs[:, i + 1] = np.where(s[:, None], top, rhs[:, i + 1])
+
+
+def _schur(a, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    return _schur_rule(a, compute_schur_vectors)
+
+
+numpy_rules.update({
+    hessenberg_p: _hh.hessenberg,
+    tridiagonal_p: lambda a, *, lower=True: _hh.tridiagonal(a, lower),
+    householder_product_p: _hh.householder_product,
+    geqp3_p: _hh.geqp3,
+    schur_p: _schur,
+    eig_p: _eig,
+    tridiagonal_solve_p: _tridiagonal_solve,
 })

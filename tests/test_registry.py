@@ -103,9 +103,9 @@ def test_every_primitive_declares_a_family():
 _LAPACK = "a LAPACK decomposition: no cost model (one flop per output element, the default)"
 _KEY_PRIMS = ("random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap",
               "random_unwrap", "random_clone")
-_PHYSICALIZED = ("a typed-key primitive: passes/physicalize.py (the first pass of the "
-                 "pipeline) rewrites it onto the keys' uint32 data (threefry2x32, shape ops) "
-                 "before any cost model or backend sees it")
+_PHYSICALIZED = ("a typed-key primitive: passes/physicalize.py (the first step of "
+                 "pipeline.optimize and of each backend) rewrites it onto the keys' uint32 "
+                 "data (threefry2x32, shape ops) before any cost model or backend sees it")
 # primitive name -> why it has no cost rule
 EXEMPT_COST = {
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"), _LAPACK),

@@ -1,8 +1,9 @@
 """The optimization pipeline run by jit before compiling: a list of passes applied in order.
 
-``physicalize`` first rewrites values of extended dtypes (typed PRNG keys) onto their
-physical data (the only pass that changes the program's types: a ``key<fry>[n]`` input or
-output becomes ``u32[n,2]``, the buffer behind the key array); ``inline`` then removes
+:func:`optimize` first runs ``physicalize``, which rewrites values of extended dtypes (typed
+PRNG keys) onto their physical data (a type lowering, not one of ``PASSES``: the only step
+that changes the program's types, a ``key<fry>[n]`` input or output becoming ``u32[n,2]``,
+the buffer behind the key array); then the passes of ``PASSES``: ``inline`` removes
 call boundaries; then ``simplify``, ``const_fold`` and ``cse`` (the passes in
 ``FIXED_POINT``, which feed each other: a fold makes a literal that simplifies, a
 simplification exposes duplicates, ...) repeat as a group until nothing changes (at most
@@ -11,7 +12,7 @@ dead (unused scan/while carries and ys, cond outputs included), ``hoist_accumula
 turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot after the loop, and
 ``prune_consts`` drops the consts nothing reads any more.
 
-Every pass after ``physicalize`` keeps the program well-typed and its avals exactly equal;
+Every pass of ``PASSES`` keeps the program well-typed and its avals exactly equal;
 a pass that changes nothing returns its argument itself, which is how the group detects a
 fixed point.
 """
@@ -38,7 +39,6 @@ def _on_jaxpr(pass_fn):
 
 # each entry: (name, fn(ClosedJaxpr) -> ClosedJaxpr)
 PASSES = [
-    ("physicalize", physicalize),
     ("inline", inline_closed),
     ("simplify", _on_jaxpr(simplify)),
     ("const_fold", const_fold),
@@ -55,7 +55,8 @@ MAX_ROUNDS = 4
 
 
 def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
-    """Run the passes of ``PASSES`` (or ``passes``) in order, iterating ``FIXED_POINT`` groups.
+    """Physicalize typed keys, then run the passes of ``PASSES`` (or ``passes``) in order,
+    iterating ``FIXED_POINT`` groups.
 
     >>> import functrax, functrax.numpy as fnp
     >>> c = functrax.make_jaxpr(lambda x: fnp.sin(x) * fnp.sin(x) + 0.0)(1.0)
@@ -63,6 +64,7 @@ def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
     { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b b in (c,) }
     """
     passes = PASSES if passes is None else passes
+    closed = physicalize(closed)  # a no-op (its argument) without extended dtypes
     i = 0
     while i < len(passes):
         group = [passes[i]]

@@ -1,4 +1,5 @@
-"""Dtypes: canonicalization (x64 on/off), JAX's type-promotion lattice, weak types.
+"""Dtypes: canonicalization (x64 on/off), JAX's type-promotion lattice, weak types, and the
+extended dtypes (typed PRNG keys: ``key<fry>``).
 
 >>> from functrax import dtypes
 >>> dtypes.promote_types("int8", "uint8")
@@ -47,7 +48,9 @@ _X64_TO_X32 = {np.dtype(int64): np.dtype(int32), np.dtype(uint64): np.dtype(uint
 
 
 def short_name(dtype) -> str:
-    """``float32 -> 'f32'`` as printed in jaxprs."""
+    """``float32 -> 'f32'`` as printed in jaxprs (an extended dtype prints its name)."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     dtype = np.dtype(dtype)
     if dtype == float0:
         return "float0"
@@ -55,6 +58,9 @@ def short_name(dtype) -> str:
 
 
 def is_supported(dtype) -> bool:
+    """Whether ``dtype`` is one of the numeric dtypes (extended dtypes are not)."""
+    if isinstance(dtype, ExtendedDType):
+        return False
     return np.dtype(dtype) in _SUPPORTED_SET
 
 
@@ -79,6 +85,8 @@ def canonicalize_dtype(dtype) -> np.dtype:
       TypeError: for dtypes functrax does not support (e.g. strings, objects).
     """
     if type(dtype) is not np.dtype:
+        if isinstance(dtype, ExtendedDType):
+            return dtype
         dtype = np.dtype(dtype)
     return _canonicalize(dtype, config.enable_x64)
 
@@ -283,6 +291,8 @@ def result_dtype_and_weak(*pairs: tuple) -> tuple[np.dtype, bool]:
 
 @functools.lru_cache(maxsize=4096)
 def _result_cached(pairs, x64, strict=False):
+    if any(isinstance(dt, ExtendedDType) for dt, _ in pairs):
+        return _extended_result(pairs)
     nodes = tuple(_node(np.dtype(dt), w) for dt, w in pairs)
     node = nodes[0] if len(nodes) == 1 else _join(nodes, strict)
     dtype, weak = _node_to_dtype(node)
@@ -298,7 +308,7 @@ def dtype_and_weak(x) -> tuple[np.dtype, bool]:
         return python_scalar_dtype(x), type(x) is not bool
     if isinstance(x, (np.ndarray, np.generic)):
         return canonicalize_dtype(x.dtype), False
-    if isinstance(x, (np.dtype, type, str)):
+    if isinstance(x, (np.dtype, type, str, ExtendedDType)):
         return canonicalize_dtype(x), False
     raise TypeError(f"cannot determine the dtype of {type(x).__name__} value {x!r}")
 
@@ -317,6 +327,13 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 
 def issubdtype(a, b) -> bool:
+    """JAX's ``issubdtype``: numpy's, plus bfloat16 and the extended dtypes.
+
+    >>> issubdtype(key_dtype(), prng_key), issubdtype(key_dtype(), np.integer)
+    (True, False)
+    """
+    if _involves_extended(a) or _involves_extended(b):
+        return _issubdtype_extended(a, b)
     if bfloat16 is not None:
         if a is bfloat16 or (not isinstance(a, type) and np.dtype(a) == np.dtype(bfloat16)):
             return b in (np.floating, np.inexact, np.number, np.generic) or b is bfloat16 or (
@@ -333,7 +350,7 @@ def is_inexact(dtype) -> bool:
 
 
 def is_int(dtype) -> bool:
-    return np.dtype(dtype).kind in "iu"
+    return not isinstance(dtype, ExtendedDType) and np.dtype(dtype).kind in "iu"
 
 
 def finfo(dtype):
@@ -344,3 +361,173 @@ def finfo(dtype):
 
 def iinfo(dtype):
     return np.iinfo(dtype)
+
+
+# --- extended dtypes: element types that are not numpy dtypes (typed PRNG keys) ---
+
+
+class extended(np.generic):
+    """Scalar class of the extended dtypes, for ``issubdtype`` (never instantiated).
+
+    >>> from functrax import random
+    >>> issubdtype(random.key(0).dtype, extended)
+    True
+    """
+
+
+class prng_key(extended):
+    """Scalar class of the PRNG key dtypes, for ``issubdtype`` (never instantiated).
+
+    >>> from functrax import random
+    >>> issubdtype(random.key(0).dtype, prng_key)
+    True
+    """
+
+
+class ExtendedDType:
+    """An element type whose elements are arrays of a numpy dtype: each element of an array
+    of this dtype is stored as ``physical_shape`` values of ``physical_dtype`` (its
+    *physical* representation, trailing the array's own shape).
+
+    Subclasses set ``type`` (the scalar class, a subclass of :class:`extended`), ``name``,
+    ``physical_shape`` and ``physical_dtype``. Avals carry the extended dtype; the buffers
+    behind arrays, and everything below the lowering boundary, are physical.
+    """
+
+    type = extended
+    kind = "V"  # opaque (as numpy's void): never one of the numeric kinds "biufc"
+    name = "extended"
+    physical_shape: tuple = ()
+    physical_dtype = np.dtype(np.uint8)
+
+    @property
+    def itemsize(self) -> int:
+        size = 1
+        for d in self.physical_shape:
+            size *= d
+        return size * self.physical_dtype.itemsize
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+class PRNGImpl:
+    """A PRNG implementation as key arrays know it: its name, its short tag (printed in the
+    key dtype ``key<tag>`` and in jaxprs: ``random_wrap[impl=fry]``) and the shape of one
+    key's uint32 data. The algorithm itself (seed, split, fold_in, random_bits) lives with
+    the PRNG primitives (``functrax/primitives/prng_impl.py``)."""
+
+    __slots__ = ("name", "tag", "key_shape")
+
+    def __init__(self, name: str, tag: str, key_shape: tuple):
+        self.name, self.tag, self.key_shape = name, tag, tuple(key_shape)
+
+    def __eq__(self, other):
+        return type(other) is PRNGImpl and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.tag)
+
+    def __str__(self):
+        return self.tag
+
+    def __repr__(self):
+        return f"PRNGImpl({self.name!r}, tag={self.tag!r}, key_shape={self.key_shape})"
+
+
+THREEFRY2X32 = PRNGImpl("threefry2x32", "fry", (2,))
+# name -> implementation (JAX's ``prng.prngs``); functrax implements JAX's default only
+PRNG_IMPLS = {THREEFRY2X32.name: THREEFRY2X32}
+
+
+class KeyDType(ExtendedDType):
+    """The dtype of typed PRNG key arrays of one implementation: ``key<fry>`` for
+    threefry2x32, whose keys are physically ``uint32[2]``.
+
+    >>> k = key_dtype()
+    >>> k, k.itemsize, k.physical_shape
+    (key<fry>, 8, (2,))
+    """
+
+    type = prng_key
+    physical_dtype = np.dtype(np.uint32)
+    __slots__ = ("impl", "name", "physical_shape")
+
+    def __init__(self, impl: PRNGImpl):
+        self.impl = impl
+        self.name = f"key<{impl.tag}>"
+        self.physical_shape = impl.key_shape
+
+    def __eq__(self, other):
+        return type(other) is KeyDType and other.impl == self.impl
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((KeyDType, self.impl))
+
+    def __reduce__(self):
+        return (key_dtype, (self.impl,))
+
+
+_KEY_DTYPES: dict = {}
+
+
+def key_dtype(impl: PRNGImpl = THREEFRY2X32) -> KeyDType:
+    """The key dtype of ``impl`` (one object per implementation)."""
+    dt = _KEY_DTYPES.get(impl)
+    if dt is None:
+        dt = _KEY_DTYPES[impl] = KeyDType(impl)
+    return dt
+
+
+def is_extended(dtype) -> bool:
+    """Whether ``dtype`` is an extended dtype (e.g. a PRNG key dtype)."""
+    return isinstance(dtype, ExtendedDType)
+
+
+def _involves_extended(x) -> bool:
+    return isinstance(x, ExtendedDType) or (isinstance(x, type) and issubclass(x, extended))
+
+
+def _issubdtype_extended(a, b) -> bool:
+    """``issubdtype`` when an extended dtype or class is involved (as JAX's)."""
+    if isinstance(b, type) and issubclass(b, extended):
+        if isinstance(a, ExtendedDType):
+            return issubclass(a.type, b)
+        return isinstance(a, type) and issubclass(a, b)
+    if isinstance(b, ExtendedDType):
+        return isinstance(a, ExtendedDType) and a == b
+    if isinstance(a, ExtendedDType):  # against a numpy class: its scalar class's ancestors
+        return isinstance(b, type) and issubclass(a.type, b)
+    return False  # an extended class (not a dtype) below a numpy dtype or class
+
+
+def check_conversion(old, new) -> None:
+    """``convert_element_type`` to or from an extended dtype: JAX's ValueError (keys do not
+    convert; ``random.key_data`` / ``random.wrap_key_data`` do)."""
+    if old != new and (isinstance(old, ExtendedDType) or isinstance(new, ExtendedDType)):
+        name = lambda d: d.name if isinstance(d, ExtendedDType) else np.dtype(d).name  # noqa: E731
+        raise ValueError(f"Cannot convert_element_type from {name(old)} to {name(new)}")
+
+
+def check_for_prngkeys(fun_name: str, *args) -> None:
+    """JAX's check of ``functrax.numpy`` arguments: arrays of differing dtypes where one is
+    a PRNG key dtype (``key + 1``) raise TypeError (equal key dtypes are left to the
+    primitive, whose abstract evaluation rejects them)."""
+    dts = [dtype_and_weak(a)[0] for a in args]
+    if len(set(dts)) > 1 and any(isinstance(d, KeyDType) for d in dts):
+        raise TypeError(f"{fun_name} does not accept dtypes {', '.join(map(str, dts))}.")
+
+
+def _extended_result(pairs):
+    """Promotion with an extended dtype: only equal dtypes "promote" (to themselves)."""
+    dts = {dt for dt, _ in pairs}
+    if len(dts) == 1:
+        dt = next(iter(dts))
+        return dt, len(pairs) == 1 and pairs[0][1]
+    bad = next(dt for dt in dts if isinstance(dt, ExtendedDType))
+    raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")

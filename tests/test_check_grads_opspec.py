@@ -81,6 +81,10 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_prod": _GENERAL_WINDOW,
     "reduce_window_argmax": _GENERAL_WINDOW,
     "reduce_window_logsumexp": _GENERAL_WINDOW,
+    "random_multinomial_counts_sum_to_n": ("random counts: piecewise constant in p (zero "
+                                           "derivative), jumping where a draw changes"),
+    "random_multinomial_one_hot": ("random counts: piecewise constant in p (zero "
+                                   "derivative), jumping where a draw changes"),
     "sort_complex_ties": ("complex values with tied real parts by design (the order is "
                           "lexicographic): a perturbation reorders them"),
     **dict.fromkeys(("special_betainc", "lax_betainc"), (

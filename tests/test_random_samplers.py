@@ -600,6 +600,8 @@ def test_errors():
     with pytest.raises(ValueError, match="gamma accepts a single key"):
         random.gamma(random.split(K, 2), 1.0)
     with pytest.raises(TypeError, match="unexpected PRNG key type"):
+        random.beta("key", 1.0, 1.0)
+    with pytest.raises(TypeError, match="expected key_data.ndim >= 1"):  # JAX: 0 is raw data
         random.beta(0, 1.0, 1.0)
     with pytest.raises(TypeError, match="ball: the dimension d must be"):
         random.ball(K, 2.5)

@@ -104,6 +104,11 @@ def test_every_primitive_declares_a_family():
 
 
 _LAPACK = "a LAPACK decomposition: no cost model (one flop per output element, the default)"
+_KEY_PRIMS = ("random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap",
+              "random_unwrap", "random_clone")
+_PHYSICALIZED = ("a typed-key primitive: passes/physicalize.py (the first step of "
+                 "pipeline.optimize and of each backend) rewrites it onto the keys' uint32 "
+                 "data (threefry2x32, shape ops) before any cost model or backend sees it")
 # primitive name -> why it has no cost rule
 EXEMPT_COST = {
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"), _LAPACK),
@@ -111,6 +116,7 @@ EXEMPT_COST = {
                      "tridiagonal_solve", "geqp3"), _LAPACK),
     "threefry2x32": "an integer hash: one flop per output element (the default)",
     "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
+    **dict.fromkeys(_KEY_PRIMS, _PHYSICALIZED),
 }
 
 
@@ -164,6 +170,7 @@ EXEMPT_TRITON = {
                       "have kernels (lowering/triton/windows.py)"),
     "reduce": ("lax.reduce with a general computation (a traced scalar sub-jaxpr): a listed "
                "numpy fallback; its monoids bind reduce_sum/_max/... , which have kernels"),
+    **dict.fromkeys(_KEY_PRIMS, _PHYSICALIZED),
     **dict.fromkeys(("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
                      "regularized_incomplete_beta", "zeta", "polygamma"),
                     "an iterative special function (series / continued fraction summed until "

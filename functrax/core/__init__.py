@@ -14,7 +14,8 @@ evaluation, type checking and the abstract device (the layer above the utilities
 Design (as modern JAX's "stackless" core): see :mod:`functrax.core.trace`.
 """
 from functrax.core.avals import (  # noqa: F401
-    ShapedArray, get_aval, raise_to_shaped, scalar_aval, typematch,
+    ShapedArray, get_aval, is_extended_aval, physical_aval, raise_to_shaped, scalar_aval,
+    typematch,
 )
 from functrax.core.jaxpr import (  # noqa: F401
     ClosedJaxpr, Effect, Jaxpr, JaxprEqn, Literal, Var, effect_rules, eqn_effects, eval_jaxpr,
@@ -26,7 +27,8 @@ from functrax.core.trace import (  # noqa: F401
     EVAL_TRACE, AxisFrame, EvalTrace, as_array, Trace, TraceState, Tracer, abstract_eval,
     abstract_eval_cached, axis_env, axis_frame, check_special, current_trace, eager_rule,
     ensure_no_leaks, extend_axis_env, is_arraylike, new_trace, no_abstract_eval_cache,
-    register_eager_rules, set_current_trace, set_eager_placement, special_checks_enabled,
+    register_eager_rules, register_extended_eval, set_current_trace, set_eager_placement,
+    special_checks_enabled,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import (  # noqa: F401

@@ -1,4 +1,10 @@
-"""``Array``: an eager, immutable array (a numpy buffer on the host)."""
+"""``Array``: an eager, immutable array (a numpy buffer on the host).
+
+An array of an extended dtype (a typed PRNG key array, dtype ``key<fry>``) holds its
+*physical* buffer (``uint32[..., 2]``) under its logical aval (``key<fry>[...]``): it prints
+as JAX prints it (``Array((), dtype=key<fry>) overlaying:`` and the data on the next line)
+and cannot be converted to numpy (``random.key_data`` gives the data).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +13,10 @@ from functrax import dtypes
 from functrax.core.avals import ShapedArray
 from functrax.core.device import Device
 
+
+EXTENDED_TO_NUMPY_MSG = ("functrax array with PRNGKey dtype cannot be converted to a NumPy array. "
+                         "Use functrax.random.key_data(arr) if you wish to extract the "
+                         "underlying integer array.")
 
 IMMUTABLE_MSG = ("'{}' object does not support item assignment. functrax arrays are immutable. "
                   "Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another .at[] "
@@ -61,12 +71,20 @@ class Array(metaclass=_ArrayMeta):
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
     ndim = property(lambda self: len(self.aval.shape))
-    size = property(lambda self: self._value.size)
+    size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
     nbytes = property(lambda self: self._value.nbytes)
 
+    def _extended(self) -> bool:
+        return isinstance(self.aval.dtype, dtypes.ExtendedDType)
+
+    def _scalar_value(self):
+        if isinstance(self.aval.dtype, dtypes.ExtendedDType):
+            raise TypeError(EXTENDED_TO_NUMPY_MSG)
+        return self._value
+
     def __array__(self, dtype=None, copy=None):
-        v = self._value
+        v = self._scalar_value()
         if type(v) is not np.ndarray:  # a numpy scalar (rules may return one): as 0-d
             v = np.asarray(v)
         if copy:
@@ -78,38 +96,41 @@ class Array(metaclass=_ArrayMeta):
         return view
 
     def __bool__(self):
-        if self._value.size != 1:
+        v = self._scalar_value()
+        if v.size != 1:
             raise ValueError("The truth value of an array with more than one element is "
                              "ambiguous. Use a.any() or a.all()")
-        return bool(self._value)
+        return bool(v)
 
     def __int__(self):
-        return int(self._value)
+        return int(self._scalar_value())
 
     def __float__(self):
-        return float(self._value)
+        return float(self._scalar_value())
 
     def __complex__(self):
-        return complex(self._value)
+        return complex(self._scalar_value())
 
     def __index__(self):
-        if self._value.ndim or self._value.dtype.kind not in "iub":
+        v = self._scalar_value()
+        if v.ndim or v.dtype.kind not in "iub":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return int(self._value)
+        return int(v)
 
     def __len__(self):
-        if not self._value.ndim:
+        if not self.aval.shape:
             raise TypeError("len() of unsized object")
-        return self._value.shape[0]
+        return self.aval.shape[0]
 
     def __iter__(self):
-        if not self._value.ndim:
-            raise TypeError("iteration over a 0-d array")
+        if not self.aval.shape:
+            kind = "key array" if self._extended() else "array"
+            raise TypeError(f"iteration over a 0-d {kind}")
         row = self.aval.update(shape=self.aval.shape[1:])
-        if self._value.ndim == 1:  # numpy would yield scalars: 0-d views instead
-            v = self._value
+        v = self._value
+        if v.ndim == 1:  # numpy would yield scalars: 0-d views instead
             return (Array._make(v[i:i + 1].reshape(()), row) for i in range(v.shape[0]))
-        return (Array._make(v, row) for v in self._value)
+        return (Array._make(r, row) for r in v)
 
     def __setitem__(self, idx, value):
         raise TypeError(IMMUTABLE_MSG.format("Array"))
@@ -118,14 +139,16 @@ class Array(metaclass=_ArrayMeta):
         raise TypeError("unhashable type: 'Array'")
 
     def __format__(self, spec):
+        if self._extended():
+            return format(repr(self), spec)
         return format(self._value.item(), spec) if self._value.ndim == 0 else format(
             self._value, spec)
 
     def item(self, *args):
-        return self._value.item(*args)
+        return self._scalar_value().item(*args)
 
     def tolist(self):
-        return self._value.tolist()
+        return self._scalar_value().tolist()
 
     def block_until_ready(self):
         return self
@@ -140,9 +163,14 @@ class Array(metaclass=_ArrayMeta):
         return {self.device}
 
     def __reduce__(self):
+        if self._extended():
+            return (rebuild_array, (np.asarray(self._value), self.aval))
         return (Array, (self._value, None, self.aval.weak_type))
 
     def __repr__(self):
+        if self._extended():  # as JAX prints a key array: its shape, then its data
+            return (f"Array({self.aval.shape}, dtype={self.aval.dtype.name}) overlaying:\n"
+                    f"{np.asarray(self._value)}")
         v = self._value
         weak = ", weak_type=True" if self.aval.weak_type else ""
         name = self.dtype.name
@@ -153,7 +181,14 @@ class Array(metaclass=_ArrayMeta):
         return f"Array({body}, dtype={name}{weak})"
 
     def __str__(self):
+        if self._extended():
+            return repr(self)
         return str(self._value)
+
+
+def rebuild_array(value: np.ndarray, aval: ShapedArray) -> Array:
+    """An Array of ``aval`` over ``value`` (its physical buffer): unpickling."""
+    return Array._make(value, aval)
 
 
 def to_numpy_value(x, aval: ShapedArray) -> np.ndarray:

@@ -1,5 +1,9 @@
 """Abstract values: ``ShapedArray`` (shape, dtype, weak type) and ``get_aval``.
 
+The dtype of an aval is a numpy dtype or an *extended* dtype (``dtypes.ExtendedDType``, e.g.
+the PRNG key dtype ``key<fry>``); :func:`physical_aval` gives the aval of the buffer behind an
+array of an extended dtype (its element's physical shape trailing the array's shape).
+
 >>> get_aval(1.0)
 ShapedArray(float32[], weak_type=True)
 """
@@ -24,7 +28,7 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
@@ -77,6 +81,24 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
 
 def raise_to_shaped(aval):
     return aval
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+    """The aval of the buffer behind an array of ``aval`` (``aval`` itself unless its dtype
+    is extended: ``key<fry>[3]`` is stored as ``u32[3,2]``).
+
+    >>> physical_aval(ShapedArray((3,), dtypes.key_dtype()))
+    ShapedArray(uint32[3,2])
+    """
+    dt = aval.dtype
+    if not isinstance(dt, dtypes.ExtendedDType):
+        return aval
+    return ShapedArray(aval.shape + dt.physical_shape, dt.physical_dtype)
+
+
+def is_extended_aval(aval) -> bool:
+    """Whether ``aval`` has an extended dtype (its buffer is physical, not of its dtype)."""
+    return isinstance(aval.dtype, dtypes.ExtendedDType)
 
 
 def get_aval(x) -> ShapedArray:

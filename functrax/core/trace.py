@@ -29,7 +29,8 @@ from functrax.errors import (
     UnexpectedTracerError,
 )
 from functrax.core.array import IMMUTABLE_MSG, Array
-from functrax.core.avals import ShapedArray, get_aval
+from functrax.core.avals import ShapedArray, get_aval, physical_aval
+from functrax.dtypes import ExtendedDType
 from functrax.core.jaxpr import sub_jaxprs
 
 class Trace:
@@ -238,6 +239,27 @@ def eager_rule(prim):
     return _eager_rules.get(prim)
 
 
+# how an equation over extended dtypes (typed PRNG keys) runs eagerly: the physicalize pass
+# (functrax/passes/physicalize.py) registers fn(prim, vals, avals, params, out_avals) ->
+# physical output buffers (a list), which rewrites the equation onto the keys' uint32 data
+_extended_eval = []
+
+
+def register_extended_eval(fn) -> None:
+    """Make ``fn`` the eager evaluation of equations whose avals have extended dtypes."""
+    _extended_eval[:] = [fn]
+
+
+def _has_extended(avals, out) -> bool:
+    for a in avals:
+        if isinstance(a.dtype, ExtendedDType):
+            return True
+    for a in (out if type(out) is list else (out,)):
+        if isinstance(a.dtype, ExtendedDType):
+            return True
+    return False
+
+
 _AE_CACHE: dict = {}
 
 # primitives whose params hold user objects (host callbacks: Python functions that may close
@@ -365,8 +387,11 @@ class EvalTrace(Trace):
                     x, f"It was passed to primitive '{prim}' outside of any transformation.")
             a = get_aval(x)
             avals.append(a)
-            vals.append(np.asarray(x, a.dtype))
+            # an Array subclass of a key dtype (sharded, on a GPU): its physical buffer
+            vals.append(x._value if isinstance(a.dtype, ExtendedDType) else np.asarray(x, a.dtype))
         out_aval = abstract_eval_cached(prim, tuple(avals), params)
+        if _has_extended(avals, out_aval):
+            return self._process_extended(prim, vals, avals, params, out_aval)
         rule = _eager_rules.get(prim)
         if rule is None:
             raise MissingRuleError("eager evaluation (numpy backend)", prim)
@@ -380,6 +405,16 @@ class EvalTrace(Trace):
         return _wrap(out, out_aval, prim) if place is None else place(
             _wrap(out, out_aval, prim))
 
+    def _process_extended(self, prim, vals, avals, params, out_aval):
+        """An equation over extended dtypes: run on the physical buffers."""
+        if not _extended_eval:
+            raise MissingRuleError("eager evaluation of extended dtypes (physicalize pass)",
+                                   prim)
+        outs = _extended_eval[0](prim, vals, tuple(avals), params, out_aval)
+        if prim.multiple_results:
+            return [_wrap(o, a, prim) for o, a in zip(outs, out_aval)]
+        return _wrap(outs[0], out_aval, prim)
+
     def describe(self):
         return "EvalTrace"
 
@@ -387,9 +422,10 @@ class EvalTrace(Trace):
 def _wrap(value, aval: ShapedArray, prim) -> Array:
     if type(value) is not np.ndarray:
         value = np.asarray(value)
-    if value.dtype != aval.dtype:
-        value = value.astype(aval.dtype)
-    if value.shape != aval.shape:
+    phys = physical_aval(aval) if isinstance(aval.dtype, ExtendedDType) else aval
+    if value.dtype != phys.dtype:
+        value = value.astype(phys.dtype)
+    if value.shape != phys.shape:
         raise AssertionError(f"internal error: numpy rule of '{prim}' returned shape "
                              f"{value.shape}, abstract eval says {aval.str_short()}")
     return Array._make(value, aval)

@@ -260,7 +260,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
         self.weak_type = weak_type
 
     ndim = property(lambda self: len(self.shape))

@@ -174,6 +174,7 @@ def promote_args(fun_name, *args):
     if fast is not None:
         return fast
     check_arraylike(fun_name, *args)
+    dtypes.check_for_prngkeys(fun_name, *args)  # key + 1: JAX's TypeError
     return promote_shapes(fun_name, *promote_dtypes(*args))
 
 

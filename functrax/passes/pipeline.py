@@ -1,15 +1,20 @@
 """The optimization pipeline run by jit before compiling: a list of passes applied in order.
 
-``inline`` first removes call boundaries; then ``simplify``, ``const_fold`` and ``cse``
-(the passes in ``FIXED_POINT``, which feed each other: a fold makes a literal that
-simplifies, a simplification exposes duplicates, ...) repeat as a group until nothing
-changes (at most ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce``
-drops what became dead (unused scan/while carries and ys, cond outputs included),
-``hoist_accumulators`` turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot
-after the loop, and ``prune_consts`` drops the consts nothing reads any more.
+:func:`optimize` first runs ``physicalize``, which rewrites values of extended dtypes (typed
+PRNG keys) onto their physical data (a type lowering, not one of ``PASSES``: the only step
+that changes the program's types, a ``key<fry>[n]`` input or output becoming ``u32[n,2]``,
+the buffer behind the key array); then the passes of ``PASSES``: ``inline`` removes
+call boundaries; then ``simplify``, ``const_fold`` and ``cse`` (the passes in
+``FIXED_POINT``, which feed each other: a fold makes a literal that simplifies, a
+simplification exposes duplicates, ...) repeat as a group until nothing changes (at most
+``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce`` drops what became
+dead (unused scan/while carries and ys, cond outputs included), ``hoist_accumulators``
+turns a scan's step-by-step ``acc += dot(p_t, q_t)`` into one dot after the loop, and
+``prune_consts`` drops the consts nothing reads any more.
 
-Every pass keeps the program well-typed and its output avals exactly equal; a pass that
-changes nothing returns its argument itself, which is how the group detects a fixed point.
+Every pass of ``PASSES`` keeps the program well-typed and its avals exactly equal;
+a pass that changes nothing returns its argument itself, which is how the group detects a
+fixed point.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from functrax.passes.dce import dce
 from functrax.passes.forward import forward
 from functrax.passes.hoist_accumulators import hoist_accumulators
 from functrax.passes.inline import inline_closed
+from functrax.passes.physicalize import physicalize
 from functrax.passes.simplify import simplify
 
 
@@ -49,7 +55,8 @@ MAX_ROUNDS = 4
 
 
 def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
-    """Run the passes of ``PASSES`` (or ``passes``) in order, iterating ``FIXED_POINT`` groups.
+    """Physicalize typed keys, then run the passes of ``PASSES`` (or ``passes``) in order,
+    iterating ``FIXED_POINT`` groups.
 
     >>> import functrax, functrax.numpy as fnp
     >>> c = functrax.make_jaxpr(lambda x: fnp.sin(x) * fnp.sin(x) + 0.0)(1.0)
@@ -57,6 +64,7 @@ def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
     { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b b in (c,) }
     """
     passes = PASSES if passes is None else passes
+    closed = physicalize(closed)  # a no-op (its argument) without extended dtypes
     i = 0
     while i < len(passes):
         group = [passes[i]]

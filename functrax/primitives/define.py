@@ -38,7 +38,7 @@ def new_primitive(name: str, multiple_results: bool = False, *, family: Family) 
 
 
 def check_dtype(prim: str, dtype, accepted) -> None:
-    dtype = np.dtype(dtype)
+    dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
     if not any(_KIND_TEST[k](dtype) for k in accepted):
         kinds = ", ".join(accepted)
         raise TypeError(f"{prim} does not accept dtype {dtype.name}. Accepted dtypes are "

@@ -108,6 +108,7 @@ square_p = unop("square", NUMBER)
 not_p = unop("not", BOOL_OR_INT)
 population_count_p = unop("population_count", INTEGRAL)
 copy_p = unop("copy", ANY)
+copy_p.def_abstract_eval(lambda x: x)  # any dtype: typed PRNG keys copy too (as JAX)
 real_p = unop("real", ("complexfloating",), out_dtype=_real_dtype)
 imag_p = unop("imag", ("complexfloating",), out_dtype=_real_dtype)
 conj_p = unop("conj", INEXACT)
@@ -175,6 +176,7 @@ convert_element_type_p = new_primitive("convert_element_type", family=Family.ELE
 @convert_element_type_p.def_abstract_eval
 def _convert_abstract(x, *, new_dtype, weak_type=False):
     dtypes.canonicalize_dtype(new_dtype)  # raises for unsupported dtypes
+    dtypes.check_conversion(x.dtype, new_dtype)  # no conversion to/from PRNG keys (as JAX)
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 

@@ -337,7 +337,7 @@ scatter_max_p = _scatter_primitive("scatter-max")
 
 def default_fill_value(dtype):
     """JAX's default gather fill: NaN (inexact), min (signed), max (unsigned), True (bool)."""
-    dtype = np.dtype(dtype)
+    dtype = dtype.physical_dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # keys
     if dtype.kind == "b":
         return True
     if dtype.kind == "i":

@@ -1,14 +1,16 @@
 """``functrax.random``: JAX's default PRNG (threefry2x32), bit for bit.
 
-Keys are ``uint32[2]`` arrays made by :func:`PRNGKey` (or :func:`key`, which returns the same
-raw representation: functrax has no typed key dtype). Every sampler equals
-``jax.random``'s with ``jax_threefry_partitionable=True`` (JAX's default) on CPU, traces
-under ``jit``, batches under ``vmap`` (map over a batch of keys) and differentiates (keys
-and random bits have zero tangents).
+Keys come in JAX's two kinds: typed key arrays made by :func:`key` (dtype ``key<fry>``,
+printed ``Array((), dtype=key<fry>) overlaying: [0 0]``; :func:`key_data` /
+:func:`wrap_key_data` convert) and raw ``uint32[2]`` keys made by :func:`PRNGKey`. Every
+sampler accepts both and gives the same bits for both, equal to ``jax.random``'s with
+``jax_threefry_partitionable=True`` (JAX's default) on CPU; samplers trace under ``jit``,
+batch under ``vmap`` (map over a batch of keys) and differentiate (keys and random bits
+have zero tangents).
 
 Beyond JAX's reference vectors, ``gamma``/``loggamma`` and the samplers built on them
 (``beta``, ``dirichlet``, ``chisquare``, ``f``, ``t``, ``generalized_normal``, ``ball``),
-``poisson``, ``binomial``, ``geometric`` and the transform samplers (``cauchy``,
+``poisson``, ``binomial``, ``multinomial``, ``geometric`` and the transform samplers (``cauchy``,
 ``lognormal``, ``pareto``, ``weibull_min``, ``rayleigh``, ``maxwell``,
 ``double_sided_maxwell``, ``triangular``, ``wald``), ``multivariate_normal`` and
 ``orthogonal`` follow JAX's algorithms step for step
@@ -23,9 +25,10 @@ Array([-2.4424558 , -2.0356805 ,  0.20554423], dtype=float32)
 >>> functrax.vmap(lambda k: random.uniform(k, ()))(random.split(random.PRNGKey(1), 2))
 Array([0.70261526, 0.40364635], dtype=float32)
 """
-from functrax.random.prng import (
-    PRNGKey, bits, clone, fold_in, key, key_data, split, threefry2x32, threefry_2x32,
-    wrap_key_data,
+from functrax.random.prng import threefry2x32, threefry_2x32
+from functrax.random.keys import (
+    PRNGKey, PRNGSpec, bits, clone, default_prng_impl, fold_in, key, key_data, key_dtype,
+    key_impl, split, wrap_key_data,
 )
 from functrax.random.distributions import (
     bernoulli, categorical, choice, exponential, gumbel, laplace, logistic, normal,
@@ -39,13 +42,14 @@ from functrax.random.transformed_samplers import (
     cauchy, double_sided_maxwell, lognormal, maxwell, pareto, rayleigh, triangular, wald,
     weibull_min,
 )
-from functrax.random.discrete_samplers import binomial, geometric, poisson
+from functrax.random.discrete_samplers import binomial, geometric, multinomial, poisson
 
 __all__ = [
-    "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
-    "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f",
-    "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data",
-    "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+    "PRNGKey", "PRNGSpec", "ball", "bernoulli", "beta", "binomial", "bits", "categorical",
+    "cauchy", "chisquare", "choice", "clone", "default_prng_impl", "dirichlet",
+    "double_sided_maxwell", "exponential", "f", "fold_in", "gamma", "generalized_normal",
+    "geometric", "gumbel", "key", "key_data", "key_dtype", "key_impl", "laplace", "loggamma",
+    "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal",
     "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh",
     "shuffle", "split", "t", "threefry2x32", "threefry_2x32", "triangular", "truncated_normal",
     "uniform", "wald", "weibull_min", "wrap_key_data",

@@ -1,6 +1,7 @@
 """Discrete samplers, each following ``jax.random``'s algorithm step for step: geometric,
-poisson and binomial (poisson and binomial are rejection samplers built on ``while_loop`` s
-over the whole array, so they jit and vmap).
+poisson, binomial (poisson and binomial are rejection samplers built on ``while_loop`` s
+over the whole array, so they jit and vmap) and multinomial (a ``scan`` of binomials over
+the outcomes).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from functrax import core, lax
 from functrax.numpy.promotion import check_arraylike, promote_dtypes_inexact
 from functrax.random import float_math as fm
 from functrax.random.distributions import uniform_real
-from functrax.random.prng import check_key
+from functrax.control_flow.scan import scan
+from functrax.random.keys import check_key, split_key
 from functrax.transforms import jit
 from functrax.random.sampler_args import (
     any_true, cast_to, const_like, float_dtype, int_dtype, param_shape, sampler_args, split_keys,
@@ -20,7 +22,7 @@ from functrax.random.sampler_args import (
 _c = const_like  # the formulas below use constants of an operand's dtype often
 
 
-__all__ = ["geometric", "poisson", "binomial"]
+__all__ = ["geometric", "poisson", "binomial", "multinomial"]
 
 
 def geometric(key, p, shape=None, dtype=int):
@@ -276,3 +278,57 @@ def _binomial(key, count, prob, shape, dtype):
 
 
 _binomial_jit = jit(_binomial, static_argnums=(3, 4))
+
+
+# --- multinomial ---
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial counts: ``n`` trials over the outcomes of ``p`` (the last axis).
+
+    As JAX: the count of outcome ``i`` is binomial in the trials left after outcomes
+    ``< i``, with probability ``p[i] / sum(p[i:])`` (a ``scan`` over the outcomes, outcome
+    ``i`` drawing with key ``split(key, k)[i]``).
+
+    Args:
+      key: a PRNG key (typed or raw).
+      n: the number of trials, broadcastable to ``p.shape[:-1]`` (or ``shape``).
+      p: the outcome probabilities along the last axis.
+      shape: optional, the batch shape (the result shape without the outcomes axis),
+        broadcast-compatible with ``p.shape[:-1]``; default ``p.shape[:-1]``.
+      dtype: a float dtype (default float32, float64 with x64).
+      unroll: the ``unroll`` of the scan over the outcomes.
+    Returns:
+      Counts of shape ``p.shape`` (``shape + p.shape[-1:]`` when ``shape`` is given).
+    Raises:
+      ValueError: for a rank-0 ``p``, a non-float dtype or incompatible shapes.
+
+    >>> from functrax.random import key
+    >>> c = multinomial(key(0), 10, fnp.array([0.2, 0.3, 0.5]))
+    >>> c.shape, float(c.sum())
+    ((3,), 10.0)
+    """
+    key = check_key("multinomial", key)
+    check_arraylike("multinomial", n, p)
+    dtype = float_dtype("multinomial", float if dtype is None else dtype)
+    n, p = promote_dtypes_inexact(fnp.asarray(n), fnp.asarray(p))
+    p_shape = core.get_aval(p).shape
+    if not p_shape:
+        raise ValueError("multinomial: p must have at least one dimension (the outcomes, "
+                         "along the last axis), got shape ()")
+    shape = param_shape("multinomial", shape, n, lax.index_in_dim(p, 0, -1, keepdims=False))
+    n = fnp.broadcast_to(n, shape)
+    p = fnp.moveaxis(fnp.broadcast_to(p, shape + p_shape[-1:]), -1, 0)
+    remaining = lax.cumsum(p, 0, reverse=True)
+    ratios = lax.div(p, lax.select(lax.eq(remaining, _c(remaining, 0.0)),
+                                   lax.full_like(remaining, 1.0), remaining))
+    keys = split_key(key, (p_shape[-1],))
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        ratio = lax.clamp(_c(ratio, 0.0), ratio, _c(ratio, 1.0))
+        count = binomial(k, remainder, ratio, dtype=core.get_aval(remainder).dtype)
+        return lax.sub(remainder, count), count
+
+    _, counts = scan(step, n, (ratios, keys), unroll=unroll)
+    return lax.convert_element_type(fnp.moveaxis(counts, 0, -1), dtype)

@@ -18,9 +18,8 @@ from functrax.core import Array, Tracer
 from functrax.numpy.promotion import check_arraylike, promote_dtypes_inexact
 from functrax.random import float_math as fm
 from functrax.lax import bitcast_convert_type
-from functrax.random.prng import (
-    UINT_DTYPES, canonicalize_shape, check_key, random_bits, split_key,
-)
+from functrax.random.keys import check_key, random_bits, split_key
+from functrax.random.prng import UINT_DTYPES, canonicalize_shape
 from functrax.random.sampler_args import check_shape, dtype_arg, float_dtype, shape_of
 
 # --- helpers ---

@@ -30,7 +30,8 @@ from functrax.core import Tracer
 from functrax.numpy.promotion import check_arraylike
 from functrax.random import float_math as fm
 from functrax.random.distributions import normal_real, uniform_real, rademacher
-from functrax.random.prng import canonicalize_shape, check_key, split_key
+from functrax.random.keys import check_key, split_key
+from functrax.random.prng import canonicalize_shape
 from functrax.transforms import custom_jvp, jit, vmap
 from functrax.random.sampler_args import (
     cast_to, check_shape, float_dtype, param_shape, sampler_args, shape_of, split_keys,

@@ -13,7 +13,8 @@ from functrax import core, dtypes
 from functrax.core import Tracer
 from functrax.numpy.promotion import check_arraylike, promote_dtypes_inexact
 from functrax.random.distributions import normal
-from functrax.random.prng import canonicalize_shape, check_key
+from functrax.random.keys import check_key
+from functrax.random.prng import canonicalize_shape
 from functrax.random.sampler_args import check_shape, dtype_arg, float_dtype
 
 __all__ = ["multivariate_normal", "orthogonal"]

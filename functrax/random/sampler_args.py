@@ -8,7 +8,8 @@ import numpy as np
 import functrax.numpy as fnp
 from functrax import core, dtypes, lax
 from functrax.numpy.promotion import check_arraylike
-from functrax.random.prng import canonicalize_shape, check_key, split_key
+from functrax.random.keys import check_key, split_key
+from functrax.random.prng import canonicalize_shape
 
 def dtype_arg(name, dtype, kinds, what):
     """Canonicalize a user dtype and check its kind (``kinds``: numpy kind letters)."""

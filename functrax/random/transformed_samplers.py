@@ -11,7 +11,8 @@ from functrax import dtypes, lax
 from functrax.numpy.promotion import check_arraylike
 from functrax.random import float_math as fm
 from functrax.random.distributions import normal_real, uniform_real, normal, rademacher
-from functrax.random.prng import canonicalize_shape, check_key
+from functrax.random.keys import check_key
+from functrax.random.prng import canonicalize_shape
 from functrax.random.sampler_args import (
     cast_to, const_like, dtype_arg, float_dtype, param_shape, sampler_args, shape_of, split_keys,
 )

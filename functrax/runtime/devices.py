@@ -316,7 +316,7 @@ class ShardedArray(Array):
             if self._shards is None:
                 _raise_deleted(self.aval)
             g = np.stack(self._shards, axis=self._axis)
-            if g.dtype != self.aval.dtype:
+            if g.dtype != core.physical_aval(self.aval).dtype:  # keys: their uint32 data
                 g = g.astype(self.aval.dtype)
             self._gathered = g
         return g

@@ -1,13 +1,20 @@
-"""Op specs: the PRNG primitives (``threefry2x32``, ``bitcast_convert_type``).
+"""Op specs: the PRNG primitives (``threefry2x32``, ``bitcast_convert_type``, the typed-key
+primitives through ``functrax.random``) and ``random.multinomial``.
+
+The key specs take raw key data (``uint32[2]``) and compare with the threefry reference
+below (JAX's partitionable counters: output ``i`` is threefry of ``(0, i)``); the
+multinomial specs compare invariants that hold for every draw (counts sum to ``n``; a
+one-hot ``p`` puts every trial on its outcome).
 
 The threefry reference below is written from the Random123 specification (Salmon et al.,
 "Parallel random numbers: as easy as 1, 2, 3"), independently of the numpy backend.
 """
 import numpy as np
 
-from functrax import lax
+import functrax.numpy as fnp
+from functrax import lax, random
 from functrax.random import threefry2x32
-from tests.opspec.spec import I32, U8, OpSpec
+from tests.opspec.spec import F32, I32, U8, OpSpec, positive
 
 U32 = np.dtype(np.uint32)
 MASK = 0xFFFFFFFF
@@ -54,7 +61,74 @@ def finite_f32_bits(rng, shape, dtype):
     return (sign | exp | mant).astype(np.uint32).view(np.int32).astype(dtype)
 
 
+def _counter_words(k, n):
+    """threefry2x32 of the key ``k`` (uint32[2]) on the counters ``(0, i)``, i < n."""
+    return threefry2x32_ref(k[0], k[1], np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32))
+
+
+def bits_ref(k, shape):
+    y0, y1 = _counter_words(k, int(np.prod(shape)))
+    return (y0 ^ y1).reshape(shape)
+
+
+def split_ref(k, n):
+    return np.stack(_counter_words(k, n), axis=-1)
+
+
+def fold_in_ref(k, d):
+    y0, y1 = threefry2x32_ref(k[0], k[1], np.uint32(0), d)
+    return np.stack([y0, y1], axis=-1)
+
+
+def seed_ref(s):
+    return np.array([0, np.asarray(s).astype(np.uint32)], np.uint32)  # x64 off: 32-bit seeds
+
+
+def one_hot_rows(rng, shape, dtype):
+    """Probability rows with all their mass on one random outcome."""
+    out = np.zeros(shape, dtype)
+    idx = rng.randint(0, shape[-1], size=shape[:-1])
+    np.put_along_axis(out, idx[..., None], 1, axis=-1)
+    return out
+
+
+def _wrap(k):
+    return random.wrap_key_data(k)
+
+
+KEY = ((2,),)
 SPECS = [
+    OpSpec("random_bits_raw_key", lambda k: random.bits(k, (5,)), lambda k: bits_ref(k, (5,)),
+           shapes=(KEY,), dtypes=(U32,), domain=full_range_bits,
+           primitives=("random_wrap", "random_bits")),
+    OpSpec("random_bits_typed_key", lambda k: random.bits(_wrap(k), (2, 3)),
+           lambda k: bits_ref(k, (2, 3)), shapes=(KEY,), dtypes=(U32,),
+           domain=full_range_bits, primitives=("random_wrap", "random_bits")),
+    OpSpec("random_split_raw_key", lambda k: random.split(k, 3), lambda k: split_ref(k, 3),
+           shapes=(KEY,), dtypes=(U32,), domain=full_range_bits,
+           primitives=("random_wrap", "random_split", "random_unwrap")),
+    OpSpec("random_fold_in", lambda k, d: random.fold_in(k, d), fold_in_ref,
+           shapes=(((2,), ()),), dtypes=((U32, U32),), domain=full_range_bits,
+           primitives=("random_fold_in",)),
+    OpSpec("random_seed", lambda s: random.PRNGKey(s), seed_ref, shapes=(((),),),
+           dtypes=(I32,), domain=full_range_bits, primitives=("random_seed", "random_unwrap")),
+    OpSpec("random_key_clone", lambda k: random.key_data(random.clone(_wrap(k))),
+           lambda k: k, shapes=(KEY, ((3, 2),)), dtypes=(U32,), domain=full_range_bits,
+           primitives=("random_clone",)),
+    OpSpec("random_key_shape_ops",
+           lambda k: random.key_data(fnp.stack([_wrap(k)[::-1, 1:], _wrap(k).T[:, 1:]])),
+           lambda k: np.stack([k[::-1, 1:], k.transpose(1, 0, 2)[:, 1:]]), shapes=(((3, 3, 2),),),
+           dtypes=(U32,),
+           domain=full_range_bits),
+    OpSpec("random_multinomial_counts_sum_to_n",
+           lambda k, p: random.multinomial(k, 7.0, p).sum(-1),
+           lambda k, p: np.full(p.shape[:-1], 7.0, np.float32),
+           shapes=(((2,), (4,)), ((2,), (3, 4))), dtypes=((U32, F32),),
+           domain=(full_range_bits, positive(0.1, 1.0)), atol=0, rtol=0),
+    OpSpec("random_multinomial_one_hot", lambda k, p: random.multinomial(k, 5.0, p),
+           lambda k, p: 5.0 * p, shapes=(((2,), (2, 3)),), dtypes=((U32, F32),),
+           domain=(full_range_bits, one_hot_rows), atol=0, rtol=0),
+
     OpSpec("lax_threefry2x32", lambda k0, k1, x0, x1: threefry2x32(k0, k1, x0, x1),
            threefry2x32_ref,
            shapes=(((), (), (5,), (5,)), ((2, 3), (2, 3), (2, 3), (2, 3)),

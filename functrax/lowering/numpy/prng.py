@@ -1,10 +1,22 @@
-"""numpy rules of the PRNG primitives (``threefry2x32``, ``bitcast_convert_type``)."""
+"""numpy rules of the PRNG primitives (``threefry2x32``, ``bitcast_convert_type`` and the
+typed-key primitives).
+
+The key primitives take and return the keys' physical data (``uint32[..., 2]``) and run
+their threefry implementation (``primitives/prng_impl.py``) on it eagerly. Compiled programs
+never reach them (``passes/physicalize.py`` rewrites keys away before lowering); they serve a
+program handed to the executor without the optimization pipeline.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from functrax import core
 from functrax.lowering.numpy.rules import numpy_rules
-from functrax.primitives.prng import bitcast_convert_type_p, threefry2x32_p
+from functrax.primitives import prng_impl
+from functrax.primitives.prng import (
+    bitcast_convert_type_p, random_bits_p, random_clone_p, random_fold_in_p, random_seed_p,
+    random_split_p, random_unwrap_p, random_wrap_p, threefry2x32_p,
+)
 
 # the rotation amounts of Threefry-2x32, used four at a time, alternating
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -45,3 +57,23 @@ def _bitcast_convert_type(x, *, new_dtype):
 
 numpy_rules[threefry2x32_p] = _threefry2x32
 numpy_rules[bitcast_convert_type_p] = _bitcast_convert_type
+
+
+def _on_data(fn):
+    """A numpy rule running ``fn`` (a threefry implementation over physical key data)."""
+    def rule(*vals, **params):
+        with core.set_current_trace(core.EVAL_TRACE):
+            out = fn(*[core.Array(np.asarray(v)) for v in vals], **params)
+        return np.asarray(out._value)
+    return rule
+
+
+def _data(x, **_):
+    return x
+
+
+numpy_rules[random_seed_p] = _on_data(lambda seeds, impl: prng_impl.threefry_seed(seeds))
+numpy_rules[random_bits_p] = _on_data(prng_impl.threefry_random_bits)
+numpy_rules[random_split_p] = _on_data(prng_impl.threefry_split)
+numpy_rules[random_fold_in_p] = _on_data(prng_impl.threefry_fold_in)
+numpy_rules.update(dict.fromkeys((random_wrap_p, random_unwrap_p, random_clone_p), _data))

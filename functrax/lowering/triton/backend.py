@@ -47,6 +47,7 @@ from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
 from functrax import primitives as P
+from functrax.passes.physicalize import physicalize
 from functrax.lowering.triton import runtime
 from functrax.lowering.triton.codegen import KernelConfig
 from functrax.lowering.triton.control_flow import control_flow_step, step_rules
@@ -286,6 +287,7 @@ def compile_triton(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConf
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"compile_triton: expected a ClosedJaxpr (e.g. functrax.jit(f)"
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
+    closed = physicalize(closed)  # typed PRNG keys -> their uint32 data (no-op if optimized)
     closed = rewrite_patterns(closed, kernel_config)  # attention: one fused_attention eqn
     plan = plan_fusion(closed, fusion_config)
     steps = [_step(i, g, kernel_config, cache) for i, g in enumerate(plan.groups)]

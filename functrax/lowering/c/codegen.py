@@ -35,7 +35,7 @@ from functrax import primitives as P
 from functrax.core import Family, Literal
 from functrax.lowering.c import rules
 from functrax.lowering.c.indexing import (
-    const, delinearize, forward_rules, index_rules, ix_bases, linear_terms, row_major_strides,
+    const, delinearize, index_rules, ix_bases, linear_terms, row_major_strides,
     select_rules,
 )
 from functrax.lowering.c.prelude import KERNEL_SIGNATURE
@@ -367,14 +367,24 @@ class _Elementwise(Lowering):
             em.define(name, ("o",))
         em.open("for (int64_t j = j0; j < j1; j++)", ("o", "j"), "#pragma omp simd",
                 defines=("j",))
+        apart = []
         for j, out in enumerate(self.group.outputs):
+            if math.prod(out.aval.shape) > n:  # unrelated to an (empty) iteration space
+                apart.append((j, out))
+                continue
             index, unused = self.natural_index(out)
             if index is None:
                 raise self.unknown_output(out)
             self.store(j, out, index, unused)
         em.close()
         em.close()
-        return n
+        for j, out in apart:  # e.g. a sibling view of a shared input: at its own index
+            size = math.prod(out.aval.shape)
+            self.totals["q"] = size
+            em.open(f"for (int64_t q = 0; q < {size}; q++)", ("q",), None, defines=("q",))
+            self.store(j, out, delinearize("q", out.aval.shape), [])
+            em.close()
+        return max([n] + [math.prod(v.aval.shape) for v in self.group.outputs])
 
 
 class _Reduction(Lowering):
@@ -400,9 +410,10 @@ class _Reduction(Lowering):
             index, unused = self.natural_index(out)
             if index is None:
                 raise self.unknown_output(out)
-            uses_k = any("k" in ix_bases(i) for i in index) or any(
-                "k" in ix_bases(self.base[d]) for d in unused)
-            (full if uses_k else rowwise).append((j, out, index, unused))
+            if any("k" in ix_bases(i) for i in index):
+                full.append((j, out, index, unused))
+            else:  # per row, after the loops (the reduced dims it does not use: no condition)
+                rowwise.append((j, out, index, [d for d in unused if d not in axes]))
         for j, out, index, unused in rowwise:
             self.store(j, out, index, unused)
         if full:
@@ -411,7 +422,7 @@ class _Reduction(Lowering):
                 self.store(j, out, index, unused)
             em.close()
         em.close()
-        return rows * cols
+        return max(rows * cols, rows)  # rows of zero elements still write their results
 
     def open_cols(self, pragma):
         self.em.open(f"for (int64_t k = 0; k < {self.totals['k']}; k++)", ("r", "k"), pragma,

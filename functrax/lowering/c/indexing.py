@@ -79,7 +79,8 @@ def _dynamic_slice_index(low, eqn, index):
     for ix, v, d, n in zip(index, starts, x.aval.shape, eqn.params["slice_sizes"]):
         if type(v) is not Literal:
             s = low.value(v, ())
-            st = low.bind(_clamp(f"(int64_t){s}", 0, d - n))
+            s = f"(int64_t){s}" if v.aval.dtype.kind != "u" else f"(int64_t)ft_umin({s}, {d - n})"
+            st = low.bind(_clamp(s, 0, d - n))
             out.append(opaque(f"{st} + {low.render(ix)}", ix_bases(ix)))
             continue
         st = min(max(int(v.val), 0), d - n)
@@ -218,9 +219,65 @@ def _dynamic_update_slice_select(low, eqn, index):
     return [(update, tuple(u_index)), (x, index)], [" && ".join(conds)]
 
 
+def _fill_literal(low, eqn):
+    """The fill value of a ``fill``-mode gather as one Literal per equation (requests are
+    asked for twice and must name the same value)."""
+    from functrax.core import ShapedArray
+    from functrax.primitives.gather_scatter import default_fill_value
+    fills = low.__dict__.setdefault("gather_fill_literals", {})
+    if id(eqn) not in fills:
+        dt = eqn.invars[0].aval.dtype
+        fv = eqn.params.get("fill_value")
+        fills[id(eqn)] = Literal(default_fill_value(dt) if fv is None else fv,
+                                 ShapedArray((), dt))
+    return fills[id(eqn)]
+
+
+def _gather_select(low, eqn, index):
+    """``gather`` (XLA semantics, index vector dim last), as the Triton backend lowers it:
+    operand dim ``d = start_index_map[k]`` is read at ``clamp(indices[batch, k], 0,
+    size_d - window_d) + window``; an operand batching dim at its paired batch position;
+    other dims at the window position. Mode ``fill`` selects the fill value where a start
+    is out of ``[0, size_d - window_d]``."""
+    from functrax.primitives.gather_scatter import GatherScatterMode
+    operand, indices = eqn.invars
+    p = eqn.params
+    dn, sizes = p["dimension_numbers"], p["slice_sizes"]
+    shape, rank = operand.aval.shape, operand.aval.ndim
+    fill = GatherScatterMode.from_any(p["mode"]) == GatherScatterMode.FILL_OR_DROP
+    offset = set(dn.offset_dims)
+    batch = [ix for i, ix in enumerate(index) if i not in offset]
+    window_dims = [d for d in range(rank)
+                   if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims]
+    op_index = [const(0)] * rank
+    for d, ix in zip(window_dims, (ix for i, ix in enumerate(index) if i in offset)):
+        op_index[d] = ix
+    for od, idd in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        op_index[od] = batch[idd]
+    batch_bases = frozenset().union(*(ix_bases(ix) for ix in batch)) if batch else frozenset()
+    conds = []
+    for k, d in enumerate(dn.start_index_map):
+        hi = shape[d] - (sizes[d] if d in window_dims else 1)
+        if fill and hi < 0:  # no window fits: every element is the fill value
+            return [(_fill_literal(low, eqn), ())], []
+        s = low.value(indices, tuple(batch) + (const(k),))
+        if fill:
+            conds.append(f"({s} >= 0) && ({s} <= {hi})")
+        st = low.bind(_clamp(f"(int64_t){s}" if indices.aval.dtype.kind == "i" else
+                             f"(int64_t)ft_umin({s}, {max(hi, 0)})", 0, max(hi, 0)))
+        w = op_index[d]
+        op_index[d] = opaque(st if w[0] == "c" and w[1] == 0 else f"{st} + {low.render(w)}",
+                             batch_bases | ix_bases(w))
+    reqs = [(operand, tuple(op_index))]
+    if not conds:
+        return reqs, []
+    return reqs + [(_fill_literal(low, eqn), ())], [" && ".join(low.bind(c, "int")
+                                                              for c in conds)]
+
+
 # prim -> fn(lowering, eqn, output index) -> ([(operand, index), ...], conditions): the value
 # is ``cond0 ? operand0 : (cond1 ? operand1 : ... operand n-1)``
 select_rules: dict = {
     P.pad_p: _pad_select, P.concatenate_p: _concatenate_select,
-    P.dynamic_update_slice_p: _dynamic_update_slice_select,
+    P.dynamic_update_slice_p: _dynamic_update_slice_select, P.gather_p: _gather_select,
 }

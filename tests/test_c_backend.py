@@ -372,3 +372,36 @@ def test_compile_errors_warn_once_or_raise(monkeypatch, tmp_path):
             cb.compile_c(closed, cache=cache)
     finally:
         functrax.config.update("c_compile_errors", "warn")
+
+
+# --- the rule table covers the fusible primitives ---
+
+# fusible primitives without a C rule (their groups run on numpy, with this reason listed)
+EXEMPT_C = {
+    "bessel_i0e": "series / Chebyshev special function: no C rule yet (numpy fallback)",
+    "bessel_i1e": "series / Chebyshev special function: no C rule yet (numpy fallback)",
+    "digamma": "special function: no C rule yet (numpy fallback)",
+    "lgamma": "special function: glibc's lgamma writes the global signgam (not thread-safe "
+              "under OpenMP); no C rule yet",
+    "erf_inv": "special function: no C rule yet (numpy fallback)",
+    "reduce_precision": "bit-level rounding: no C rule yet (numpy fallback)",
+    "complex": "complex dtypes are not supported by the C backend",
+    "conj": "complex result: complex dtypes are not supported by the C backend",
+    "imag": "complex operand: complex dtypes are not supported by the C backend",
+}
+
+
+def test_every_fusible_primitive_has_a_c_rule_or_an_exemption():
+    from functrax.lowering.c.rules import c_rules, reduce_rules
+    from functrax.lowering.fusion.tables import fusion_category
+    from functrax.primitives import primitive_registry
+    have = {k[0] if isinstance(k, tuple) else k for k in c_rules}
+    reducers = {k[0] for k in reduce_rules}
+    missing = sorted(n for n, p in primitive_registry.items() if n not in EXEMPT_C and (
+        (fusion_category(p)[0] == "elementwise" and p not in have)
+        or (fusion_category(p)[0] == "reduction" and p not in reducers)))
+    assert not missing, f"add a C rule (functrax/lowering/c/rules.py) or an EXEMPT_C reason: " \
+                        f"{missing}"
+    stale = sorted(n for n in EXEMPT_C if n not in primitive_registry or
+                   primitive_registry[n] in have)
+    assert not stale, stale

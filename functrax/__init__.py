@@ -22,6 +22,7 @@ from functrax.errors import (  # noqa: F401
 # lowering: each backend registers itself (the numpy one also as the eager rules)
 from functrax.lowering import numpy as _numpy_backend  # noqa: F401
 from functrax.lowering import triton as _triton_backend  # noqa: F401
+from functrax.lowering import c as _c_backend  # noqa: F401
 # runtime: the CUDA probe, buffers and launcher into the Triton backend's table; then
 # TRITON_INTERPRET is decided, before anything imports triton
 from functrax.runtime import gpu_registration as _gpu_registration  # noqa: F401

@@ -299,3 +299,35 @@ def ensure_compile_time_eval():
     Array(6., dtype=float32, weak_type=True)
     """
     return _Override("eager_constant_folding", True)
+
+
+def _check_num_threads(value):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or value < 1):
+        raise ValueError(f"functrax.config.update: c_num_threads must be a positive int or "
+                         f"None (all cores), got {value!r}")
+
+
+def _check_compile_errors(value):
+    if value not in ("warn", "raise"):
+        raise ValueError(f"functrax.config.update: c_compile_errors must be 'warn' (fall back "
+                         f"to the numpy backend with a warning) or 'raise', got {value!r}")
+
+
+def _check_c_dump_dir(value):
+    if value is not None and not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"functrax.config.update: c_dump_dir must be a directory path "
+                        f"(str or os.PathLike) or None, got {type(value).__name__} {value!r}")
+
+
+config.define("c_num_threads", None,
+              "OpenMP threads of the C backend's kernels on large iteration spaces; None (the "
+              "default) uses every core of the machine.", validate=_check_num_threads)
+config.define("c_compile_errors", os.environ.get("FUNCTRAX_C_COMPILE_ERRORS") or "warn",
+              "What the C backend does when the C compiler rejects a program: 'warn' (the "
+              "default: warn once naming the kernel and the compiler's message, then run the "
+              "program on the numpy backend) or 'raise' (a CompileError).",
+              validate=_check_compile_errors)
+config.define("c_dump_dir", os.environ.get("FUNCTRAX_C_DUMP_DIR") or None,
+              "A directory to which the C backend writes the source of every program it "
+              "builds (<hash>.c); None (the default) dumps nothing.", validate=_check_c_dump_dir)

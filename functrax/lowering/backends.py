@@ -1,7 +1,8 @@
 """The backend registry: how an optimized ``ClosedJaxpr`` becomes an executable.
 
 Each backend registers itself when its package is imported (``functrax/lowering/numpy``
-registers ``"numpy"``, the default; ``functrax/lowering/triton`` registers ``"triton"``).
+registers ``"numpy"``, the default; ``functrax/lowering/triton`` registers ``"triton"``,
+``functrax/lowering/c`` registers ``"c"``).
 ``jit(f, backend=name)`` looks the name up here and never branches on it; a new backend
 registers itself and nothing else changes.
 
@@ -13,7 +14,7 @@ A backend gives two compilers, both ``(closed, donated=()) -> executable`` with
   control-flow primitive, a nested ``jit`` that keeps its own backend).
 
 >>> sorted(available_backends())
-['numpy', 'triton']
+['c', 'numpy', 'triton']
 """
 from __future__ import annotations
 

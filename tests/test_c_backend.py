@@ -1,0 +1,407 @@
+"""The C backend (``functrax/lowering/c``) against the numpy backend.
+
+- the op-spec table: one case per (spec, dtypes) with its smallest shapes (per kwargs too for
+  the reduction and shape families, whose axes and layouts are what the code generator
+  indexes), every case whose plan has an ELEMENTWISE or REDUCTION group, compiled together
+  (``backend.compile_many``: a few translation units for all of them) and compared with the
+  numpy executor on the same jaxpr, with the op-spec tolerances;
+- a codegen rejection of an ELEMENTWISE/REDUCTION group is a bug unless its reason is
+  allowlisted (``ALLOWED_CODEGEN_FALLBACKS``: dtypes C lacks, special functions without a
+  C rule yet); every fallback has a reason;
+- hypothesis: random elementwise/reduction programs, numpy vs C;
+- without a compiler (``CC`` pointing nowhere, no compiler on ``PATH``, in a subprocess) the
+  programs run on the numpy backend with one warning;
+- the disk cache: a second process loads the library without compiling.
+
+Without a working C compiler the comparisons still run (the numpy fallback) and the checks
+that kernels were generated are skipped.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import functrax
+import functrax.numpy as fnp
+from functrax import jit, nn
+from functrax.lowering.c import backend as cb
+from functrax.lowering.c.toolchain import toolchain
+from functrax.lowering.fusion.types import GroupKind
+from functrax.lowering.numpy.executor import compile_jaxpr
+from tests.opspec import all_specs
+from tests.test_opspec import _tolerances
+
+FUSIBLE = (GroupKind.ELEMENTWISE, GroupKind.REDUCTION)
+HAVE_CC = toolchain().available
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no working C compiler on this machine")
+
+# codegen rejections of ELEMENTWISE/REDUCTION groups that are not bugs (yet): C has no
+# complex dtype here; the iterative / series special functions have no C rule yet
+ALLOWED_CODEGEN_FALLBACKS = (
+    "does not support dtype complex64", "does not support dtype complex128",
+    *(f"no rule for primitive '{p}'" for p in (
+        "lgamma", "digamma", "erf_inv", "bessel_i0e", "bessel_i1e", "reduce_precision",
+        "conj", "imag", "complex")),
+)
+PER_KWARGS = ("reductions", "shape_ops")  # families tried once per kwargs, not just dtypes
+
+
+def _dtype_id(dts):
+    return "-".join(np.dtype(d).name for d in (dts if isinstance(dts, tuple) else (dts,)))
+
+
+def _family_specs():
+    from importlib import import_module
+    from tests.opspec.spec import ALL_FAMILIES
+    names = {s.name for s in all_specs()}
+    for fam in ALL_FAMILIES:
+        for s in import_module(f"tests.opspec.{fam}").SPECS:
+            if s.name in names:
+                yield fam, s
+
+
+def _cases():
+    best = {}
+    for fam, s in _family_specs():
+        for shapes, dts, kw in s.cases():
+            kw_id = repr(sorted(kw.items()))
+            key = (s.name, _dtype_id(dts), kw_id if fam in PER_KWARGS else "")
+            size = sum(int(np.prod(sh)) for sh in shapes)
+            if key not in best or size < best[key][0]:
+                best[key] = (size, s, shapes, dts, kw)
+    return {f"{k[0]}[{k[1]}|{k[2]}]": v[1:] for k, v in best.items()}
+
+
+CASES = _cases()
+_BUILT: dict = {}
+
+
+def _args(spec, shapes, dts):
+    return spec.make_args(np.random.RandomState(0), shapes, dts)
+
+
+def _lowered(case_id):
+    spec, shapes, dts, kw = CASES[case_id]
+    args = _args(spec, shapes, dts)
+    closed = jit(lambda *xs: spec.fn(*xs, **kw)).lower(*[fnp.asarray(a) for a in args]).jaxpr
+    return closed, args
+
+
+def _programs() -> dict:
+    """case id -> (CProgram, numpy executable, args) of every case with a fusible group."""
+    if not _BUILT:
+        todo = {}
+        for cid in CASES:
+            closed, args = _lowered(cid)
+            if any(g.kind in FUSIBLE for g in cb.plan_fusion(closed).groups):
+                todo[cid] = (closed, args)
+        progs = cb.compile_many([c for c, _ in todo.values()])
+        for (cid, (closed, args)), prog in zip(todo.items(), progs):
+            _BUILT[cid] = (prog, compile_jaxpr(closed), args)
+        _BUILT.setdefault(None, None)  # built (even when no case has a fusible group)
+    return _BUILT
+
+
+def _assert_close(spec, got, want, case_id):
+    assert len(got) == len(want), case_id
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (case_id, g.shape, w.shape, g.dtype,
+                                                          w.dtype)
+        if g.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=case_id)
+        else:
+            atol, rtol = _tolerances(spec, g.dtype)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), atol=atol,
+                                       rtol=rtol, equal_nan=True, err_msg=case_id)
+
+
+# --- the op-spec table ---
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_op_spec_on_c_matches_numpy_backend(case_id):
+    built = _programs().get(case_id)
+    if built is None:
+        pytest.skip("no elementwise or reduction group: nothing runs in C")
+    prog, ref, args = built
+    with np.errstate(all="ignore"):
+        want = ref.run(*args)
+        got = prog.run(*args)
+    _assert_close(CASES[case_id][0], got, want, case_id)
+    assert all(fb.reason for fb in prog.fallbacks), prog.fallbacks
+
+
+@needs_cc
+def test_elementwise_and_reduction_groups_become_c_kernels(capsys):
+    """No silent fallback: an ELEMENTWISE/REDUCTION group runs in C unless its reason is
+    allowlisted; prints the counts (``pytest -s``)."""
+    built = {k: v for k, v in _programs().items() if k is not None}
+    rejected = sorted({(cid, fb.reason) for cid, (prog, _, _) in built.items()
+                       for fb in prog.fallbacks if fb.kind in FUSIBLE
+                       and not any(a in fb.reason for a in ALLOWED_CODEGEN_FALLBACKS)})
+    assert not rejected, "\n".join(f"{c}: {r}" for c, r in rejected)
+    assert not any(p.on_numpy for p, _, _ in built.values())
+    kernels = sum(len(p.kernels) for p, _, _ in built.values())
+    reasons = collections.Counter(fb.reason[:70] for p, _, _ in built.values()
+                                  for fb in p.fallbacks)
+    assert kernels > 1000
+    with capsys.disabled():
+        print(f"\n{len(CASES)} op-spec cases, {len(built)} with fusible groups: {kernels} C "
+              f"kernels, {sum(reasons.values())} numpy fallbacks")
+        for reason, n in reasons.most_common(12):
+            print(f"  {n:4d}  {reason}")
+
+
+# --- the jit integration ---
+
+
+def test_jit_backend_c_runs_fused_kernels():
+    x = fnp.asarray(np.random.RandomState(1).randn(8, 33).astype(np.float32))
+    b = fnp.asarray(np.random.RandomState(2).randn(33).astype(np.float32))
+
+    def f(x, b):
+        return nn.softmax(nn.gelu(x) * 2.0 + b, axis=-1), fnp.argmax(x, axis=0)
+
+    want = jit(f)(x, b)
+    got = jit(f, backend="c")(x, b)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+    compiled = jit(f, backend="c").lower(x, b).compile()
+    text = compiled.as_text()
+    assert "# fusion plan" in text
+    if HAVE_CC:
+        assert "void fx_" in text and "#pragma omp simd" in text
+    assert compiled.cost_analysis()["flops"] > 0
+    assert "c" in functrax.lowering.backends.available_backends()
+
+
+def test_scalars_empty_arrays_and_fallback_groups():
+    def f(x, s, e):
+        return fnp.sort(x * s) + 1.0, fnp.exp(e) * s, (x @ x.T).sum(), s * 3.0
+
+    x = fnp.asarray(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    s = fnp.asarray(np.float32(0.5))
+    e = fnp.zeros((0, 3), np.float32)
+    want = jit(f)(x, s, e)
+    got = jit(f, backend="c")(x, s, e)
+    for g, w in zip(got, want):
+        assert np.asarray(g).shape == np.asarray(w).shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+    prog = jit(f, backend="c").lower(x, s, e).compile()._entry.exe
+    reasons = " ".join(fb.reason for fb in prog.fallbacks)
+    assert "sort" in reasons and "matmul" in reasons
+
+
+def test_integer_semantics_match_numpy():
+    rng = np.random.RandomState(0)
+    a = rng.randint(-2 ** 31, 2 ** 31 - 1, size=64, dtype=np.int64).astype(np.int32)
+    b = rng.randint(-40, 40, size=64).astype(np.int32)
+    a[:4] = [-2 ** 31, -2 ** 31, 7, -7]
+    b[:4] = [-1, 0, 0, 3]
+    u = a.view(np.uint32)
+
+    def f(a, b, u):
+        return (a // b, a % b, a * b + a, a << b, a >> b, functrax.lax.shift_right_logical(a, b),
+                u // u.dtype.type(3), fnp.abs(a), -a, a.astype(fnp.int8),
+                (a.astype(fnp.float32) * 1e5).astype(fnp.int32))
+
+    want = jit(f)(a, b, u)
+    got = jit(f, backend="c")(a, b, u)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=str(i))
+
+
+def test_float_specials_and_narrow_types():
+    import ml_dtypes
+    vals = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 1e-40, 65520.0, 3e38],
+                    np.float32)
+
+    def f(x):
+        return (fnp.maximum(x, 0.0), fnp.minimum(x, 1.0), x.astype(fnp.int32),
+                x.astype(fnp.uint8), x.astype(fnp.float16), x.astype(ml_dtypes.bfloat16),
+                fnp.round(x), fnp.max(x), fnp.argmax(x), fnp.argmin(x), fnp.sign(x))
+
+    want = jit(f)(vals)
+    got = jit(f, backend="c")(vals)
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype, i
+        np.testing.assert_array_equal(g.astype(np.float64), w.astype(np.float64), err_msg=str(i))
+
+
+# --- random programs ---
+
+_UNARY = (fnp.exp, fnp.tanh, fnp.sin, lambda x: x * x, fnp.abs, lambda x: -x,
+          lambda x: fnp.log1p(fnp.abs(x)), nn.relu, nn.sigmoid, lambda x: fnp.sqrt(fnp.abs(x)))
+_BINARY = (fnp.add, fnp.subtract, fnp.multiply, fnp.maximum, fnp.minimum,
+           lambda x, y: fnp.where(x > y, x, y * 0.5))
+_REDUCE = (fnp.sum, fnp.max, fnp.min, fnp.mean)
+
+
+@st.composite
+def _program(draw):
+    """A random program over x[m, n], y[n]: elementwise steps (broadcast y, transposes), then
+    maybe a reduction over a random axis (keepdims, its result used again)."""
+    m, n = draw(st.integers(1, 9)), draw(st.integers(1, 40))
+    ops = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.integers(0, 9)),
+                        min_size=1, max_size=6))
+    red = draw(st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 1),
+                                              st.booleans())))
+
+    def f(x, y):
+        vals = [x, y, x * 0.5]
+        for kind, i, j in ops:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            if kind == 0:
+                vals.append(_UNARY[i % len(_UNARY)](a))
+            elif kind == 1:
+                vals.append(_BINARY[j % len(_BINARY)](a, b))
+            else:
+                vals.append(a.T.T if a.ndim == 2 else a[None, :] + x)
+        out = vals[-1] if vals[-1].ndim == 2 else vals[-1] + x
+        if red is not None:
+            r = _REDUCE[red[0]](out, axis=red[1], keepdims=True)
+            return (out - r) if red[2] else r
+        return out
+
+    return f, m, n
+
+
+@needs_cc
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_program(), st.integers(0, 2 ** 16))
+def test_random_programs_numpy_vs_c(prog, seed):
+    f, m, n = prog
+    rng = np.random.RandomState(seed)
+    x = fnp.asarray(rng.randn(m, n).astype(np.float32))
+    y = fnp.asarray(rng.randn(n).astype(np.float32))
+    with np.errstate(all="ignore"):
+        want = np.asarray(jit(f)(x, y))
+        got = np.asarray(jit(f, backend="c")(x, y))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, equal_nan=True)
+    exe = jit(f, backend="c").lower(x, y).compile()._entry.exe
+    assert not [fb for fb in exe.fallbacks if fb.kind in FUSIBLE], exe.fallbacks
+
+
+# --- no compiler, and the disk cache (subprocesses) ---
+
+_CHILD = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    import functrax, functrax.numpy as fnp
+    from functrax.lowering.c import backend as cb, cache
+    x = fnp.asarray(np.linspace(-2, 2, 50, dtype=np.float32))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = functrax.jit(lambda x: fnp.tanh(x) * 2.0 + 1.0, backend="c")(x)
+        b = functrax.jit(lambda x: fnp.exp(x).sum(), backend="c")(x)
+    ok = bool(np.allclose(np.asarray(a), np.tanh(np.asarray(x)) * 2 + 1, rtol=1e-6,
+                          atol=1e-6)
+              and np.allclose(np.asarray(b), np.exp(np.asarray(x)).sum(), rtol=1e-5))
+    n_warn = sum(issubclass(x.category, cb.CCompileWarning) for x in w)
+    print(json.dumps({"ok": ok, "warnings": n_warn, "stats": cache.default_cache().stats,
+                      "numpy_programs": cb.STATS["numpy_programs"]}))
+""")
+
+
+def _child(env_updates):
+    env = dict(os.environ)
+    env.update(env_updates)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(functrax.__file__)),
+                                         env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_without_a_compiler_programs_run_on_numpy_with_one_warning(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    out = _child({"CC": str(tmp_path / "no-such-cc"), "PATH": str(empty),
+                  "FUNCTRAX_CACHE_DIR": str(tmp_path / "cache")})
+    assert out["ok"]
+    assert out["warnings"] == 1
+    assert out["numpy_programs"] == 2
+    assert out["stats"]["compiles"] == 0
+
+
+@needs_cc
+def test_second_process_loads_from_the_disk_cache(tmp_path):
+    env = {"FUNCTRAX_CACHE_DIR": str(tmp_path / "cache")}
+    first = _child(env)
+    second = _child(env)
+    assert first["ok"] and second["ok"] and first["warnings"] == second["warnings"] == 0
+    assert first["stats"]["compiles"] == 2 and first["stats"]["disk_hits"] == 0
+    assert second["stats"]["compiles"] == 0 and second["stats"]["disk_hits"] == 2
+    assert len(os.listdir(tmp_path / "cache" / "c")) == 2  # no temporary left behind
+
+
+def test_compile_errors_warn_once_or_raise(monkeypatch, tmp_path):
+    from functrax.lowering.c import codegen
+    from functrax.lowering.c.cache import LibraryCache
+    if not HAVE_CC:
+        pytest.skip("no working C compiler")
+    real = codegen.generate
+
+    def broken(group):
+        k = real(group)
+        return codegen.KernelSource(k.name + "_broken", k.text.replace(
+            k.name, k.name + "_broken").replace("{\n", "{\n  this is not C;\n", 1), k.kind,
+            k.in_avals, k.out_avals, k.work)
+
+    monkeypatch.setattr(codegen, "generate", broken)
+    closed = jit(lambda x: fnp.cos(x) + 3.0).lower(fnp.ones(5)).jaxpr
+    cache = LibraryCache(str(tmp_path))
+    with pytest.warns(cb.CCompileWarning, match="_broken"):
+        prog = cb.compile_c(closed, cache=cache)
+    assert prog.on_numpy and "compile error" in prog.fallbacks[0].reason
+    np.testing.assert_allclose(prog.run(np.ones(5, np.float32))[0], np.cos(1.0) + 3, rtol=1e-6)
+    functrax.config.update("c_compile_errors", "raise")
+    try:
+        with pytest.raises(cb.CompileError):
+            cb.compile_c(closed, cache=cache)
+    finally:
+        functrax.config.update("c_compile_errors", "warn")
+
+
+# --- the rule table covers the fusible primitives ---
+
+# fusible primitives without a C rule (their groups run on numpy, with this reason listed)
+EXEMPT_C = {
+    "bessel_i0e": "series / Chebyshev special function: no C rule yet (numpy fallback)",
+    "bessel_i1e": "series / Chebyshev special function: no C rule yet (numpy fallback)",
+    "digamma": "special function: no C rule yet (numpy fallback)",
+    "lgamma": "special function: glibc's lgamma writes the global signgam (not thread-safe "
+              "under OpenMP); no C rule yet",
+    "erf_inv": "special function: no C rule yet (numpy fallback)",
+    "reduce_precision": "bit-level rounding: no C rule yet (numpy fallback)",
+    "complex": "complex dtypes are not supported by the C backend",
+    "conj": "complex result: complex dtypes are not supported by the C backend",
+    "imag": "complex operand: complex dtypes are not supported by the C backend",
+}
+
+
+def test_every_fusible_primitive_has_a_c_rule_or_an_exemption():
+    from functrax.lowering.c.rules import c_rules, reduce_rules
+    from functrax.lowering.fusion.tables import fusion_category
+    from functrax.primitives import primitive_registry
+    have = {k[0] if isinstance(k, tuple) else k for k in c_rules}
+    reducers = {k[0] for k in reduce_rules}
+    missing = sorted(n for n, p in primitive_registry.items() if n not in EXEMPT_C and (
+        (fusion_category(p)[0] == "elementwise" and p not in have)
+        or (fusion_category(p)[0] == "reduction" and p not in reducers)))
+    assert not missing, f"add a C rule (functrax/lowering/c/rules.py) or an EXEMPT_C reason: " \
+                        f"{missing}"
+    stale = sorted(n for n in EXEMPT_C if n not in primitive_registry or
+                   primitive_registry[n] in have)
+    assert not stale, stale

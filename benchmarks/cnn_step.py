@@ -12,12 +12,13 @@ under ``functrax.jit``. The reference is the same step written by hand in numpy:
 
 - each convolution is im2col: the zero-padded input's 3x3 windows as one ``as_strided``
   view ``(N, H, W, 3, 3, C)``, copied once into the ``(N*H*W, 9*C)`` column matrix, times
-  the ``(9*C, O)`` kernel matrix (one BLAS product); its backward pass is two products
-  (``cols.T @ d_out`` for the kernel, ``d_out @ kernel.T`` for the columns) and col2im (the
-  columns' gradient added back into the padded input, one slice per kernel position);
+  the ``(9*C, O)`` kernel matrix (one BLAS product); its backward pass is ``cols.T @ d_out``
+  for the kernel and col2im for the input: the columns' gradient ``d_out @ kernel.T``
+  (computed kernel-position major, so each position's block is contiguous) added back into
+  the padded input, one slice per kernel position;
 - max pooling takes the argmax of every 2x2 window (first occurrence, as JAX's selection)
-  and routes the gradient through its one-hot mask; ReLU's backward pass is the mask
-  ``z > 0``.
+  from the window's four strided views and routes the gradient through the argmax masks;
+  ReLU's backward pass is the mask ``z > 0``.
 
 The script checks that both compute the same loss and the same gradients, then times
 ``N`` steps of each, interleaving the ``R`` repeats and keeping the best of each, and
@@ -105,29 +106,47 @@ def conv_backward(d_out, cols, w, x_shape, need_dx):
     db = d2.sum(axis=0).reshape(1, 1, 1, -1)
     if not need_dx:
         return None, dw, db
-    dcols = (d2 @ w.reshape(9 * c, -1).T).reshape(n, h, wd, 3, 3, c)
+    # the columns' gradient, kernel position major: dcols[k] = d_out @ w[k].T, (9, N*H*W, C)
+    dcols = np.matmul(d2, w.reshape(9, c, -1).transpose(0, 2, 1))
+    dcols = dcols.reshape(3, 3, n, h, wd, c)
     dxp = np.zeros((n, h + 2, wd + 2, c), d_out.dtype)
     for i in range(3):
         for j in range(3):
-            dxp[:, i:i + h, j:j + wd] += dcols[:, :, :, i, j]
+            dxp[:, i:i + h, j:j + wd] += dcols[i, j]
     return dxp[:, 1:-1, 1:-1], dw, db
 
 
+OFFSETS = ((0, 0), (0, 1), (1, 0), (1, 1))  # a 2x2 window's elements, in row-major order
+
+
 def pool_forward(a):
-    """2x2 max pooling with stride 2: (output, the argmax of every window)."""
-    n, h, w, c = a.shape
-    win = a.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4)
-    win = win.reshape(n, h // 2, w // 2, c, 4)
-    k = win.argmax(axis=-1)  # first occurrence, as JAX's select-and-scatter
-    return np.take_along_axis(win, k[..., None], axis=-1)[..., 0], k
+    """2x2 max pooling with stride 2: (output, the argmax masks of the four window elements).
+
+    The four strided views ``a[:, i::2, j::2]`` are the windows' elements; an element's mask
+    says where it is the first one equal to its window's maximum (JAX's select-and-scatter
+    keeps the first on ties)."""
+    views = [a[:, i::2, j::2] for i, j in OFFSETS]
+    m = np.maximum(views[0], views[1])
+    np.maximum(m, views[2], out=m)
+    np.maximum(m, views[3], out=m)
+    masks, free = [], None  # free: windows whose maximum is not taken yet
+    for v in views[:3]:
+        hit = v == m
+        if free is None:
+            free = ~hit
+        else:
+            hit &= free
+            free ^= hit
+        masks.append(hit)
+    return m, masks + [free]
 
 
-def pool_backward(d_out, k, a_shape):
-    """The gradient of ``pool_forward`` routed through the argmax masks."""
-    n, h, w, c = a_shape
-    mask = k[..., None] == np.arange(4)
-    d = (mask * d_out[..., None]).reshape(n, h // 2, w // 2, c, 2, 2)
-    return d.transpose(0, 1, 4, 2, 5, 3).reshape(a_shape)
+def pool_backward(d_out, masks, a_shape):
+    """The gradient of ``pool_forward``: ``d_out`` routed through the argmax masks."""
+    d = np.empty(a_shape, d_out.dtype)
+    for (i, j), mask in zip(OFFSETS, masks):
+        np.multiply(d_out, mask, out=d[:, i::2, j::2])
+    return d
 
 
 def numpy_loss_and_grads(params, x, y):

@@ -2,7 +2,9 @@
 
 Run with ``python examples/cnn_digits.py`` (numpy backend, no GPU, no downloads; about ten
 seconds on two cores). Flags: ``--steps``, ``--batch-size``, ``--lr``, ``--seed``,
-``--log-every`` and ``--data {auto,sklearn,synthetic}``. It
+``--log-every`` and ``--data {auto,sklearn,synthetic}``. On a small machine shared with
+other jobs, run it with ``OPENBLAS_NUM_THREADS=1``: multi-threaded BLAS makes these small
+products many times slower when its threads have to wait for cores. It
 
 1. loads scikit-learn's bundled digits dataset (``sklearn.datasets.load_digits``: 1797
    grey-level 8x8 images of the digits 0-9, an optional dependency of this example) and

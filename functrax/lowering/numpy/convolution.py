@@ -1,19 +1,31 @@
-"""The numpy rule of ``conv_general_dilated``: im2col and one batched matrix product.
+"""The numpy rule of ``conv_general_dilated``: im2col and one matrix product, or col2im.
 
-The steps (no Python loop over output or kernel positions; loops only run over the ``n``
-spatial dimensions):
+No Python loop runs over output positions; loops only run over the ``n`` spatial dimensions
+or the kernel positions. The operands are never copied into a canonical layout: every step
+works on views of ``N C spatial`` / ``O I spatial`` axis orders, and the one copy reads the
+operand in its own memory order.
 
-1. transpose the operands to the canonical layouts ``N C spatial`` / ``O I spatial``;
-2. insert the lhs dilation's zeros and apply the padding in one zero-filled buffer (negative
-   padding crops);
-3. take every window as one strided view of that buffer (``as_strided``: shape
-   ``N C out_spatial kernel_spatial``, the rhs dilation and the window strides folded into
-   its strides);
-4. split batch / features into groups (a view), gather the view into the im2col matrix
-   ``(groups, N/B * out_positions, C/G * kernel_positions)`` (the one copy) and multiply it
-   by the kernel matrix ``(groups, C/G * kernel_positions, O/groups)`` with one
-   ``np.matmul`` (one BLAS product per group);
-5. put the output features back in order and transpose to the output spec.
+im2col (the general case):
+
+1. insert the lhs dilation's zeros and apply the padding in one zero-filled buffer in the
+   operand's own layout (negative padding crops);
+2. take every window as one strided view of that buffer (``as_strided``: axes ``N C
+   out_spatial kernel_spatial``, the rhs dilation and the window strides folded into its
+   strides);
+3. split batch / features into groups (a view) and gather the view into the im2col matrix
+   ``(groups, N/B * out_positions, C/G * kernel_positions)`` -- rows and columns each
+   ordered by the operand's strides (NHWC data gives rows ``N H W`` and columns ``kh kw C``),
+   so building it is a sequential read; a view when no copy is needed (1x1 kernels) --, and
+   multiply it by the kernel matrix (its rows in the same order) with one ``matmul`` (one
+   2-D BLAS product without groups);
+4. present the result as ``N O out_spatial`` (a view) and lay it out as the output spec
+   says (no copy when the layouts agree, e.g. NHWC in and out).
+
+col2im (``_shift_add``, chosen when it moves less data: unit window strides, no groups,
+fewer output than input features -- the input gradient of a convolution --, and not many
+more input than output positions): one product per kernel position ``Z[k] = x @ w[k]`` over
+the undilated, unpadded input (so the lhs dilation's zeros are never multiplied), then one
+strided add of each ``Z[k]`` into the output.
 
 float16 / bfloat16 (and booleans, as int32) are computed in float32, or in
 ``preferred_element_type`` when given, and rounded once to the result type, as XLA does.

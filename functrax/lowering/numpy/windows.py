@@ -12,6 +12,13 @@ No Python loop runs over windows or output elements:
   is selected first, as max propagates it -- and gathers the tangents there;
   ``select_and_scatter_add`` scatters the source to those positions (``np.bincount`` in
   float64 for floats, ``np.add.at`` otherwise);
+- small windows (at most ``_SMALL_WINDOW`` elements, e.g. 2x2 pooling) take a faster road:
+  one strided view per window *element* (the element at that offset of every window, shape
+  of the output), so each step is one output-sized ufunc pass: the reductions fold the
+  views; the selections fold them to the extreme and derive one boolean mask per element
+  (the first element equal to the extreme, NaN first: the same choice as above); the
+  gather and the scatter write each view's masked values (the bits times the mask: exact,
+  no boolean indexing), the scatter adding them in float64 only where windows overlap;
 - the general ``reduce_window`` and ``reduce`` apply their scalar computation to whole arrays
   (a pairwise tree over neighbouring window elements, so that ties resolve to the earlier
   one as a sequential reduction would; ``log2(window size)`` vectorized calls, then

@@ -89,6 +89,16 @@ def _min_stride(arr, axes):
     return min((abs(arr.strides[a]) for a in axes if arr.shape[a] > 1), default=np.inf)
 
 
+def _reshaped_view(t, shape):
+    """``t`` reshaped to ``shape`` as a view, or None where that needs a copy."""
+    try:
+        return np.reshape(t, shape, copy=False)
+    except ValueError:
+        return None
+    except TypeError:  # numpy < 2.1 has no copy=: only the certain case
+        return t.reshape(shape) if t.flags.c_contiguous else None
+
+
 def _matrix(arr, lead, rows, cols):
     """``arr`` as ``(prod(lead), prod(rows), prod(cols))`` matrices: a view when the layout
     allows one, else one copy that reads ``arr`` in its memory order (the block holding the
@@ -96,15 +106,13 @@ def _matrix(arr, lead, rows, cols):
     lead_shape = (math.prod(arr.shape[a] for a in lead),)
     r, c = math.prod(arr.shape[a] for a in rows), math.prod(arr.shape[a] for a in cols)
     t = arr.transpose(tuple(lead) + tuple(rows) + tuple(cols))
-    try:
-        return np.reshape(t, lead_shape + (r, c), copy=False)
-    except ValueError:
-        pass
+    view = _reshaped_view(t, lead_shape + (r, c))
+    if view is not None:
+        return view
     t2 = arr.transpose(tuple(lead) + tuple(cols) + tuple(rows))
-    try:
-        return np.swapaxes(np.reshape(t2, lead_shape + (c, r), copy=False), -1, -2)
-    except ValueError:
-        pass
+    view = _reshaped_view(t2, lead_shape + (c, r))
+    if view is not None:
+        return np.swapaxes(view, -1, -2)
     if _min_stride(arr, rows) < _min_stride(arr, cols):
         return np.swapaxes(t2.reshape(lead_shape + (c, r)), -1, -2)
     return t.reshape(lead_shape + (r, c))

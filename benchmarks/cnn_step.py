@@ -24,7 +24,8 @@ The script checks that both compute the same loss and the same gradients, then t
 ``N`` steps of each, interleaving the ``R`` repeats and keeping the best of each, and
 prints milliseconds per step and the ratio functrax / numpy (target: within 1.3x).
 ``--profile`` adds the time the jitted step spends per primitive (each equation of the
-optimized jaxpr timed alone on its recorded inputs). BLAS threads are pinned to one by
+optimized jaxpr timed alone on its recorded inputs through its numpy rule, so without the
+executor's fast paths for elementwise ops). BLAS threads are pinned to one by
 default (``--blas-threads 0`` keeps the library default): on a small shared machine
 multi-threaded BLAS timings swing by 2x between runs. This is a report, not a test: it
 never fails on timings.

@@ -471,3 +471,55 @@ def test_complex_grads():
     w = rng.randn(2, 2, 2) + 1j * rng.randn(2, 2, 2)
     check_grads(lambda a, b: lax.conv_general_dilated(a, b, (2,), "SAME", rhs_dilation=(2,)),
                 (x, w), order=2, modes=("fwd", "rev"))
+
+
+# --- the numpy rule's two roads: im2col, and col2im for unit-stride convolutions ---
+
+
+@settings(max_examples=60, **_SETTINGS)
+@given(data=st.data())
+def test_property_col2im_road_matches_reference(data):
+    """Every unit-stride, ungrouped convolution through ``_shift_add`` (forced), against the
+    loop reference: lhs dilation, negative padding, rhs dilation and any layout."""
+    lhs_shape, rhs_shape, kw = data.draw(conv_cases())
+    kw = {**kw, "window_strides": (1,) * (len(lhs_shape) - 2)}
+    if kw["feature_group_count"] > 1 or kw["batch_group_count"] > 1:
+        kw = {**kw, "feature_group_count": 1, "batch_group_count": 1}
+        spec = kw["dimension_numbers"] or ("NC", "OI")
+        lhs_c = lhs_shape[spec[0].index("C")]
+        i_axis = spec[1].index("I")
+        rhs_shape = tuple(lhs_c if i == i_axis else d for i, d in enumerate(rhs_shape))
+    x, w = _operands(data, lhs_shape, rhs_shape)
+    want = conv_reference(x, w, **kw)
+    saved = np_conv._shift_add_wins
+    np_conv._shift_add_wins = lambda x, w, out_sp, strides, groups: (
+        0 not in x.shape and 0 not in w.shape and 0 not in out_sp)
+    try:
+        got = np.asarray(lax.conv_general_dilated(x, w, **kw))
+    finally:
+        np_conv._shift_add_wins = saved
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_col2im_road_is_taken_for_the_input_gradient():
+    ct, w = _f32(4, 6, 6, 8), _f32(3, 3, 4, 8)  # NHWC cotangent, HWIO kernel with O < I
+    xt, wt = np.transpose(ct, (0, 3, 1, 2)), np.transpose(w, (2, 3, 0, 1))
+    assert np_conv._shift_add_wins(xt, wt, (6, 6), (1, 1), 1)
+    assert not np_conv._shift_add_wins(xt, wt, (6, 6), (2, 1), 1)  # strided: im2col
+    assert not np_conv._shift_add_wins(xt, wt, (2, 2), (1, 1), 1)  # few outputs: im2col
+
+
+def test_im2col_matrix_follows_the_memory_order():
+    x = _f32(2, 5, 5, 3)  # NHWC
+    v = np.transpose(x, (0, 3, 1, 2))  # N C H W view
+    win = np_conv._windows(v, (1, 1), (1, 1), (1, 1))
+    vv = win.reshape((1, 2, 1, 3, 5, 5, 1, 1))
+    a = np_conv._matrix(vv, (0, 2), np_conv._by_stride(vv, (1, 4, 5)),
+                        np_conv._by_stride(vv, (3, 6, 7)))
+    assert a.shape == (1, 50, 3) and np.shares_memory(a, x)  # a 1x1 kernel: no copy
+    rng = np.random.RandomState(0)
+    x, w = rng.randn(2, 5, 5, 3).astype(np.float32), rng.randn(3, 3, 3, 4).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    out = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    want = conv_reference(x, w, window_strides=(1, 1), padding="SAME", dimension_numbers=dn)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)

@@ -578,3 +578,75 @@ def test_jax_lax_window_names_are_provided():
     assert names <= set(cov.load()["jax.lax"])
     present, _, _ = cov.coverage("jax.lax", sorted(names))
     assert set(present) == names
+
+
+# --- the numpy rules' two roads: small windows element by element, large ones at once ---
+
+
+class _small_window_limit:
+    """Within the block, the numpy rules treat windows of at most ``n`` elements as small."""
+
+    def __init__(self, n):
+        from functrax.lowering.numpy import windows as np_windows
+        self.module, self.n = np_windows, n
+
+    def __enter__(self):
+        self.saved, self.module._SMALL_WINDOW = self.module._SMALL_WINDOW, self.n
+
+    def __exit__(self, *exc):
+        self.module._SMALL_WINDOW = self.saved
+
+
+@settings(max_examples=40, deadline=None)
+@given(cfg=configs(max_rank=2), kind=st.sampled_from(["max", "min"]), seed=st.integers(0, 99),
+       limit=st.sampled_from([0, 64]))
+def test_both_numpy_roads_match_the_references(cfg, kind, seed, limit):
+    shape, k = cfg
+    select = "ge" if kind == "max" else "le"
+    x = rand(shape, np.float32, seed, 0, 2).round()  # many ties
+    t = rand(shape, np.float32, seed + 1)
+    with _small_window_limit(limit):
+        _check(pool(kind, fnp.asarray(x), **k), ref_monoid(kind)(x, **k), np.float32)
+        _check(pool("sum", fnp.asarray(t), **k), ref_monoid("sum")(t, **k), np.float32)
+        got = jvp(lambda a: pool(kind, a, **k), (fnp.asarray(x),), (fnp.asarray(t),))[1]
+        _check(got, ref_gather(x, t, select, **k), np.float32)
+        if all(d == 1 for d in k["window_dilation"]):
+            out = np.asarray(pool(kind, fnp.asarray(x), **k))
+            ct = rand(out.shape, np.float32, seed + 2)
+            g = vjp(lambda a: pool(kind, a, **k), fnp.asarray(x))[1](fnp.asarray(ct))[0]
+            _check(g, ref_scatter(x, ct, select, **k), np.float32)
+
+
+def test_large_windows_take_the_argmax_road():
+    x = rand((2, 7, 7, 3), np.float32, 0, 0, 3).round()  # 36-element windows, with ties
+    k = kw((1, 6, 6, 1), (1, 1, 1, 1))
+    out = np.asarray(pool("max", fnp.asarray(x), **k))
+    _check(out, ref_monoid("max")(x, **k), np.float32)
+    ct = rand(out.shape, np.float32, 1)
+    g = vjp(lambda a: pool("max", a, **k), fnp.asarray(x))[1](fnp.asarray(ct))[0]
+    _check(g, ref_scatter(x, ct, "ge", **k), np.float32)
+
+
+@pytest.mark.parametrize("strides", [(2, 2), (1, 1)], ids=["tiled", "overlapping"])
+def test_max_pool_vjp_keeps_infinite_cotangents_where_they_belong(strides):
+    x = np.array([[1.0, 5.0, 2.0, 0.0], [3.0, 2.0, 7.0, 1.0]], np.float32)
+    k = kw((2, 2), strides)
+    out = np.asarray(pool("max", fnp.asarray(x), **k))
+    ct = np.full(out.shape, np.inf, np.float32)
+    g = np.asarray(vjp(lambda a: pool("max", a, **k), fnp.asarray(x))[1](fnp.asarray(ct))[0])
+    np.testing.assert_array_equal(g, ref_scatter(x, ct, "ge", **k))
+    assert not np.isnan(g).any()  # no 0 * inf at the elements that were not selected
+
+
+def test_small_window_selection_on_integers_bools_and_bfloat16():
+    k = kw((2, 2), (2, 2))
+    for dtype in (np.int32, ml_dtypes.bfloat16):
+        x = rand((4, 6), dtype, 3, -2, 2)
+        t = rand((4, 6), np.float32, 4).astype(dtype) if dtype != np.int32 else None
+        _check(pool("max", fnp.asarray(x), **k), ref_monoid("max")(x, **k), dtype)
+        if t is not None:
+            got = jvp(lambda a: pool("max", a, **k), (fnp.asarray(x),), (fnp.asarray(t),))[1]
+            want = ref_gather(x.astype(np.float32), t.astype(np.float32), "ge", **k)
+            np.testing.assert_array_equal(np.asarray(got).astype(np.float32), want)
+    b = rand((4, 6), np.bool_, 5)
+    _check(pool("max", fnp.asarray(b), **k), ref_monoid("max")(b, **k), np.bool_)

@@ -12,6 +12,13 @@ No Python loop runs over windows or output elements:
   is selected first, as max propagates it -- and gathers the tangents there;
   ``select_and_scatter_add`` scatters the source to those positions (``np.bincount`` in
   float64 for floats, ``np.add.at`` otherwise);
+- small windows (at most ``_SMALL_WINDOW`` elements, e.g. 2x2 pooling) take a faster road:
+  one strided view per window *element* (the element at that offset of every window, shape
+  of the output), so each step is one output-sized ufunc pass: the reductions fold the
+  views; the selections fold them to the extreme and derive one boolean mask per element
+  (the first element equal to the extreme, NaN first: the same choice as above); the
+  gather and the scatter write each view's masked values (the bits times the mask: exact,
+  no boolean indexing), the scatter adding them in float64 only where windows overlap;
 - the general ``reduce_window`` and ``reduce`` apply their scalar computation to whole arrays
   (a pairwise tree over neighbouring window elements, so that ties resolve to the earlier
   one as a sequential reduction would; ``log2(window size)`` vectorized calls, then
@@ -93,6 +100,22 @@ def _axes(n):
     return tuple(range(n, 2 * n))
 
 
+# windows of at most this many elements are computed by one output-sized pass per element
+_SMALL_WINDOW = 32
+
+
+def _small(window_dimensions):
+    return math.prod(window_dimensions) <= _SMALL_WINDOW
+
+
+def _offset_views(xp, out, window_dimensions, window_strides, window_dilation):
+    """One strided view of shape ``out`` per window element (row-major window order): the
+    element at that offset of every window."""
+    return [xp[tuple(slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, o, s in
+                     zip(kk, window_dilation, out, window_strides))]
+            for kk in np.ndindex(*window_dimensions)]
+
+
 # --- the monoid windowed reductions ---
 
 
@@ -102,24 +125,39 @@ def _sum_window(view, n, dtype):
     return np.add.reduce(view, axis=_axes(n), dtype=dtype)
 
 
-def _monoid_rule(identity, reduce_fn):
+def _fold_offsets(views, ufunc, dtype):
+    """``ufunc`` folded over the element views (one output-sized pass per element)."""
+    if len(views) == 1:
+        return np.array(views[0], dtype=dtype)
+    acc = ufunc(views[0], views[1], dtype=dtype)
+    for v in views[2:]:
+        ufunc(acc, v, out=acc)
+    return acc
+
+
+def _monoid_rule(identity, reduce_fn, ufunc):
     def rule(x, *, window_dimensions, window_strides, padding, base_dilation,
              window_dilation):
         fill = identity(x.dtype)
-        view, out = _window_view(x, fill, window_dimensions, window_strides, padding,
-                                 base_dilation, window_dilation)
-        if view is None:
+        xp = pad_dilate(x, fill, padding, base_dilation)
+        out = _out_shape(xp.shape, window_dimensions, window_strides, window_dilation)
+        if 0 in out:
             return np.full(out, fill, x.dtype)
+        if _small(window_dimensions):
+            acc = np.float32 if x.dtype.kind == "V" or x.dtype == np.float16 else x.dtype
+            views = _offset_views(xp, out, window_dimensions, window_strides, window_dilation)
+            return _fold_offsets(views, ufunc, acc).astype(x.dtype, copy=False)
+        view = windows(xp, window_dimensions, window_strides, window_dilation)
         return np.asarray(reduce_fn(view, x.ndim, x.dtype))
     return rule
 
 
 numpy_rules.update({
-    P.reduce_window_sum_p: _monoid_rule(lambda dt: np.zeros((), dt), _sum_window),
-    P.reduce_window_max_p: _monoid_rule(max_identity,
-                                        lambda v, n, dt: np.max(v, axis=_axes(n))),
-    P.reduce_window_min_p: _monoid_rule(min_identity,
-                                        lambda v, n, dt: np.min(v, axis=_axes(n))),
+    P.reduce_window_sum_p: _monoid_rule(lambda dt: np.zeros((), dt), _sum_window, np.add),
+    P.reduce_window_max_p: _monoid_rule(
+        max_identity, lambda v, n, dt: np.max(v, axis=_axes(n)), np.maximum),
+    P.reduce_window_min_p: _monoid_rule(
+        min_identity, lambda v, n, dt: np.min(v, axis=_axes(n)), np.minimum),
 })
 
 # --- max pooling's derivatives ---
@@ -148,10 +186,81 @@ def _selected(x, select_prim, window_dimensions, window_strides, padding, base_d
     return arg(_comparable(view.reshape(out + (-1,))), axis=-1), out
 
 
+def _selection_masks(views, select_prim):
+    """One boolean mask per window element: whether it is the selected one, the first
+    maximum (``ge``) or minimum (``le``) of its window, as ``np.argmax`` / ``np.argmin``
+    of the stacked views choose (a NaN is selected first)."""
+    extreme = _fold_offsets(views, np.maximum if select_prim is P.ge_p else np.minimum,
+                            views[0].dtype)
+    nan = extreme.dtype.kind in "fc" and bool(np.isnan(extreme).any())
+    masks, free = [], None  # free: the windows whose element is not chosen yet
+    for v in views[:-1]:
+        hit = np.equal(v, extreme)
+        if nan:
+            hit |= np.isnan(v)
+        if free is None:
+            free = np.logical_not(hit)
+        else:
+            np.logical_and(hit, free, out=hit)
+            np.logical_xor(free, hit, out=free)
+        masks.append(hit)
+    masks.append(np.ones(extreme.shape, bool) if free is None else free)
+    return masks
+
+
+_INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _masked_write(src, mask, out):
+    """``out[...] = where(mask, src, 0)`` exactly (``out`` may be a strided view): the bits
+    of ``src`` times the mask, no masked indexing (slow in numpy) and no ``0 * inf``."""
+    it = _INT_OF_SIZE.get(src.dtype.itemsize)
+    if src.dtype == np.bool_:
+        np.logical_and(src, mask, out=out)
+    elif it is not None and out.dtype == src.dtype:
+        np.multiply(src.view(it), mask, out=out.view(it))
+    else:
+        out[...] = np.where(mask, src, np.zeros((), src.dtype))
+
+
+def _small_selection(x, select_prim, window_dimensions, window_strides, padding,
+                     base_dilation, window_dilation):
+    """(selection masks, padded operand shape, output shape) of a small window."""
+    identity, _ = _selector(select_prim)
+    xp = pad_dilate(x, identity(x.dtype), padding, base_dilation)
+    out = _out_shape(xp.shape, window_dimensions, window_strides, window_dilation)
+    views = _offset_views(_comparable(xp), out, window_dimensions, window_strides,
+                          window_dilation)
+    return _selection_masks(views, select_prim), xp.shape, out
+
+
+def _gather_offsets(t, x, select_prim, window_dimensions, window_strides, padding,
+                    base_dilation, window_dilation):
+    """select_and_gather_add of a small window: the tangent of each window's selected
+    element, as one masked write per window element (the masks are disjoint)."""
+    masks, _, out = _small_selection(x, select_prim, window_dimensions, window_strides,
+                                     padding, base_dilation, window_dilation)
+    tp = pad_dilate(t, np.zeros((), t.dtype), padding, base_dilation)
+    tvs = _offset_views(tp, out, window_dimensions, window_strides, window_dilation)
+    res, tmp = np.empty(out, t.dtype), np.empty(out, t.dtype)
+    _masked_write(tvs[0], masks[0], res)
+    it = _INT_OF_SIZE.get(t.dtype.itemsize)
+    for tv, mask in zip(tvs[1:], masks[1:]):
+        if it is None or t.dtype == np.bool_:
+            np.copyto(res, tv, where=mask)
+        else:
+            _masked_write(tv, mask, tmp)
+            np.bitwise_or(res.view(it), tmp.view(it), out=res.view(it))
+    return res
+
+
 def _select_and_gather_add(t, x, *, select_prim, window_dimensions, window_strides, padding,
                            base_dilation, window_dilation):
-    k, out = _selected(x, select_prim, window_dimensions, window_strides, padding,
-                       base_dilation, window_dilation)
+    args = (select_prim, window_dimensions, window_strides, padding, base_dilation,
+            window_dilation)
+    if _small(window_dimensions) and x.ndim and 0 not in _window_view_shape(x, *args[1:]):
+        return _gather_offsets(t, x, *args)
+    k, out = _selected(x, *args)
     if k is None:
         return np.zeros(out, t.dtype)
     tv, _ = _window_view(t, np.zeros((), t.dtype), window_dimensions, window_strides,
@@ -159,11 +268,58 @@ def _select_and_gather_add(t, x, *, select_prim, window_dimensions, window_strid
     return np.take_along_axis(tv.reshape(out + (-1,)), k[..., None], axis=-1)[..., 0]
 
 
+def _window_view_shape(x, window_dimensions, window_strides, padding, base_dilation,
+                       window_dilation):
+    """The output shape of a windowed reduction of ``x`` (without building anything)."""
+    dilated = [0 if d == 0 else (d - 1) * b + 1 for d, b in zip(x.shape, base_dilation)]
+    padded = [max(0, n + lo + hi) for n, (lo, hi) in zip(dilated, padding)]
+    return _out_shape(padded, window_dimensions, window_strides, window_dilation)
+
+
+def _scatter_offsets(source, x, select_prim, window_dimensions, window_strides, padding):
+    """select_and_scatter_add of a small window: one masked write (a masked add when windows
+    overlap) of ``source`` per window element into the padded operand's shape."""
+    ones = (1,) * x.ndim
+    masks, padded, out = _small_selection(x, select_prim, window_dimensions, window_strides,
+                                          padding, ones, ones)
+    overlap = any(s < w for s, w in zip(window_strides, window_dimensions))
+    acc = np.float64 if overlap and source.dtype.kind in "fV" else source.dtype
+    result = np.zeros(padded, acc)
+    dsts = _offset_views(result, out, window_dimensions, window_strides, ones)
+    tmp = np.empty(out, source.dtype) if overlap else None
+    for dst, mask in zip(dsts, masks):
+        if not overlap:  # every operand element is in at most one window
+            _masked_write(source, mask, dst)
+        elif source.dtype == np.bool_:  # scatter-or
+            np.logical_or(dst, np.logical_and(source, mask), out=dst)
+        else:
+            _masked_write(source, mask, tmp)
+            np.add(dst, tmp, out=dst, casting="unsafe")
+    return _unpad(result, x.shape, padding).astype(source.dtype, copy=False)
+
+
+def _unpad(result, shape, padding):
+    """The operand-shaped part of ``result`` (padded element ``i + lo`` is operand element
+    ``i``); operand elements that negative padding cropped away get zeros."""
+    if result.shape == tuple(shape) and all(lo == 0 for lo, _ in padding):
+        return result
+    keep = [(max(0, -lo), min(n, p - lo)) for (lo, _), n, p in
+            zip(padding, shape, result.shape)]
+    full = np.zeros(shape, result.dtype)
+    if all(i1 > i0 for i0, i1 in keep):
+        full[tuple(slice(i0, i1) for i0, i1 in keep)] = result[tuple(
+            slice(i0 + lo, i1 + lo) for (i0, i1), (lo, _) in zip(keep, padding))]
+    return full
+
+
 def _select_and_scatter_add(source, x, *, select_prim, window_dimensions, window_strides,
                             padding):
     if x.ndim == 0:  # one window of one element
         return np.array(source, copy=True)
     ones = (1,) * x.ndim
+    if _small(window_dimensions) and source.size and 0 not in x.shape:
+        return _scatter_offsets(source, x, select_prim, window_dimensions, window_strides,
+                                padding)
     k, out = _selected(x, select_prim, window_dimensions, window_strides, padding, ones, ones)
     if k is None or not source.size:
         return np.zeros(x.shape, source.dtype)

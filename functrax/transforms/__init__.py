@@ -8,8 +8,9 @@ from functrax.transforms import ad_rules as _ad_rules  # noqa: F401
 from functrax.transforms import ad_rules_structural as _ad_rules_structural  # noqa: F401
 from functrax.transforms import ad_rules_indexing as _ad_rules_indexing  # noqa: F401
 from functrax.transforms.grad import (  # noqa: F401
-    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
+    fwd_and_bwd, grad, jvp, linear_transpose, linearize, value_and_grad, vjp,
 )
+from functrax.transforms.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 from functrax.transforms.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401,E402
 from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
 from functrax.transforms import batching_rules as _batching_rules  # noqa: F401,E402

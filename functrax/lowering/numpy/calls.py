@@ -1,6 +1,6 @@
 """numpy rules of the call-like primitives: ``jit`` runs its inner jaxpr compiled once per
 jaxpr object on the backend it names (``backend`` param; none: the numpy executor),
-``custom_jvp_call`` / ``custom_vjp_call`` / ``remat2`` evaluate their inner jaxpr (their
+``custom_jvp_call`` / ``custom_vjp_call`` / ``remat2`` / ``linear_call`` evaluate their inner jaxpr (their
 derivative rules and rematerialization only matter to transformations), and ``custom_lin``
 (forward mode of a ``custom_vjp`` function) is an error. ``xla_pmap`` runs on devices: its
 rule is registered by the pmap transform (``functrax/transforms/pmap.py``), which owns the
@@ -12,7 +12,7 @@ from functrax import core
 from functrax.lowering.backends import host_executable
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.primitives.calls import (
-    custom_jvp_call_p, custom_lin_p, custom_vjp_call_p, jit_p, remat_p,
+    custom_jvp_call_p, custom_lin_p, custom_vjp_call_p, jit_p, linear_call_p, remat_p,
 )
 
 
@@ -39,5 +39,6 @@ numpy_rules.update({
     custom_jvp_call_p: eager_call_rule("call_jaxpr"),
     custom_vjp_call_p: eager_call_rule("call_jaxpr"),
     remat_p: eager_call_rule("jaxpr"),
+    linear_call_p: eager_call_rule("callee"),
     custom_lin_p: _custom_lin_numpy,
 })

@@ -17,6 +17,10 @@ EXEMPT_JVP = {
     "fused_attention": ("lowering-internal: made by the attention pass "
                         "(functrax/passes/attention.py) after every transformation ran, so "
                         "never differentiated"),
+    "igamma_grad_a": ("as JAX: the a-derivative of igamma has no derivative rule itself "
+                      "(second derivatives of gammainc in a raise)"),
+    "random_gamma_grad": ("as JAX's random_gamma_grad: the reparameterization gradient of "
+                          "gamma samples is not differentiated again"),
 }
 
 # primitive name -> why it needs no transpose rule although listed (or built) as linear.
@@ -30,7 +34,7 @@ LINEAR = {
     "transpose", "squeeze", "expand_dims", "rev", "concatenate", "pad", "slice",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter",
     "scatter-mul", "dot_general", "conv_general_dilated", "custom_lin", "reduce_window_sum",
-    "select_and_gather_add", "select_and_scatter_add",
+    "select_and_gather_add", "select_and_scatter_add", "fft",
 }
 
 PRIMS = sorted(primitive_registry.items())

@@ -71,6 +71,22 @@ NOT_DIFFERENTIABLE = {
     "reduce_window_prod": _GENERAL_WINDOW,
     "reduce_window_argmax": _GENERAL_WINDOW,
     "reduce_window_logsumexp": _GENERAL_WINDOW,
+    "sort_complex_ties": ("complex values with tied real parts by design (the order is "
+                          "lexicographic): a perturbation reorders them"),
+    **dict.fromkeys(("special_betainc", "lax_betainc"), (
+        "the derivatives in a and b raise ValueError (as JAX); special_betainc_x checks x")),
+    **dict.fromkeys(("special_gammainc", "special_gammaincc", "lax_igamma", "lax_igammac"), (
+        "the second derivative in a needs one of lax.igamma_grad_a, which has none (as "
+        "JAX); special_gammainc_x / special_gammaincc_x check x to order 2, "
+        "tests/test_scipy_special.py the first a-derivative")),
+    **dict.fromkeys(("lax_igamma_grad_a", "lax_random_gamma_grad"), (
+        "no derivative rule (as JAX): a derivative itself, not differentiated again")),
+    "lax_polygamma": ("the derivative in m raises ValueError (as JAX); special_polygamma "
+                      "holds the integer order fixed"),
+    "special_hyp1f1": ("the a/b derivative series are while_loops: reverse mode over them "
+                       "raises (as JAX); special_hyp1f1_x checks x"),
+    "special_hyp2f1": ("the a/b/c derivatives are forward mode through the series' "
+                       "while_loop: reverse mode raises (as JAX); special_hyp2f1_x checks x"),
 }
 
 _SCHUR = ("the Schur decomposition has no derivative (JAX's NotImplementedError, tested in "

@@ -152,8 +152,7 @@ EXEMPT_TRITON = {
     "optimization_barrier": ("an identity the fusion plan does not look through: a listed "
                              "numpy step between kernels"),
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
-    "reduce_precision": ("rounding on the bits of narrow float formats: a listed numpy "
-                         "fallback (rare: precision experiments)"),
+    "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
     "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "
@@ -161,6 +160,11 @@ EXEMPT_TRITON = {
                       "have kernels (lowering/triton/windows.py)"),
     "reduce": ("lax.reduce with a general computation (a traced scalar sub-jaxpr): a listed "
                "numpy fallback; its monoids bind reduce_sum/_max/... , which have kernels"),
+    **dict.fromkeys(("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+                     "regularized_incomplete_beta", "zeta", "polygamma"),
+                    "an iterative special function (series / continued fraction summed until "
+                    "each element converges): an opaque group, a listed numpy fallback "
+                    "(UNFUSIBLE_PRIMITIVES in lowering/fusion/tables.py)"),
 }
 
 

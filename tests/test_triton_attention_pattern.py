@@ -363,3 +363,17 @@ def test_matched_kernels_compile_for_sm90():
     for c in tcompile.compile_many(calls):
         assert c.name == "attention_kernel" and ".target sm_90" in c.ptx
         assert c.cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_nn_dot_product_attention_runs_the_attention_kernel(causal):
+    # (B, T, N, H) layout, its transposes and JAX's large negative fill are matched
+    q, k, v = normal(2, 5, 3, 16), normal(2, 7, 3, 16), normal(2, 7, 3, 16)
+    fn = lambda q, k, v: nn.dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    prog, (got,) = run_both(fn, q, k, v)
+    names = kernel_names(prog)  # the attention kernel and the (B, T, N, H) transposes
+    assert names.count("attention_kernel") == 1 and prog.fallbacks == ()
+    att = prog.kernels[names.index("attention_kernel")]
+    assert att.source.constexprs["CAUSAL"] is causal
+    want = numpy_attention(*(np.swapaxes(a, 1, 2) for a in (q, k, v)), causal)
+    np.testing.assert_allclose(got, np.swapaxes(want, 1, 2), rtol=1e-4, atol=1e-5)

@@ -202,6 +202,8 @@ def _lax_programs():
         ("lgamma_f32", lax.lgamma, (SPECIAL,), 1e-5, 1e-5),
         ("digamma_f32", lax.digamma, (SPECIAL,), 1e-5, 1e-5),
         ("erf_inv_f32", lax.erf_inv, (SPECIAL,), 1e-5, 1e-6),
+        ("bessel_i0e_f32", lax.bessel_i0e, (SPECIAL,), 1e-6, 1e-6),
+        ("bessel_i1e_f32", lax.bessel_i1e, (SPECIAL,), 1e-6, 1e-6),
         ("conj_f32", lambda x: lax.conj(x) * 2.0, (SPECIAL,)),
         ("nextafter_f32", bcast(lax.nextafter), (SPECIAL[:, :1], SPECIAL[:1, :]), 0.0, 0.0),
         # same-width bitcasts, compared bit for bit (with a float16 register widened to f32)
@@ -212,6 +214,15 @@ def _lax_programs():
         ("bitcast_f16_i16", lambda x: P.bitcast_convert_type_p.bind(
             x * 2.0, new_dtype=np.dtype(np.int16)), (SPECIAL.astype(F16),)),
     ]
+    # reduce_precision bit for bit on random bit patterns (NaNs, infs, subnormals, carries)
+    bits = np.random.default_rng(7).integers(0, 2 ** 32, (4, 64), dtype=np.uint64)
+    rp_f32 = np.concatenate([SPECIAL.reshape(-1), bits.astype(np.uint32).view(F32).reshape(-1)])
+    rp_16 = bits.astype(np.uint16).reshape(-1)
+    progs += [(f"reduce_precision_{tag}_e{e}m{m}",
+               lambda x, e=e, m=m: lax.reduce_precision(x, e, m), (xs,), 0.0, 0.0)
+              for tag, xs in (("f32", rp_f32), ("f16", rp_16.view(F16)),
+                              ("bf16", rp_16.view(BF16)))
+              for e, m in ((5, 10), (8, 7), (4, 3), (2, 0), (11, 52))]
     cvt = [("f32", I32, CVT), ("f32", U8, CVT), ("f32", I8, CVT), ("f32", BOOL, CVT),
            ("f32", F16, SPECIAL), ("i32", F32, INTS), ("i32", F16, INTS), ("i32", U8, INTS),
            ("i32", BOOL, INTS), ("i32", I8, INTS), ("u8", I32, U8S), ("u8", F32, U8S),

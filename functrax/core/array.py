@@ -149,7 +149,7 @@ class Array(metaclass=_ArrayMeta):
         if v.size == 0 and v.shape != (0,):
             body = f"[], shape={v.shape}"
         else:
-            body = np.array2string(v, separator=", ", prefix="Array(", threshold=1000)
+            body = np.array2string(v, separator=", ", prefix="Array(")  # numpy printoptions
         return f"Array({body}, dtype={name}{weak})"
 
     def __str__(self):

@@ -69,6 +69,11 @@ from functrax.primitives.collectives import (
     pswapaxes, psum, psum_scatter,
 )
 from functrax.primitives.prng import bitcast_convert_type
+from functrax.primitives.special import (
+    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, polygamma,
+    random_gamma_grad, zeta,
+)
+from functrax.primitives.fft import FftType, fft, fft_p
 from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan

@@ -10,6 +10,7 @@ Costs are counted per equation from a table keyed by primitive (``cost_rules``).
 - ``conv_general_dilated``: ``2 * output size * kernel window * input features per group``;
 - reductions, cumulative ops and arg-reductions: one flop per input element;
 - windowed reductions: one flop per output element per window element;
+- ``fft``: ``5 N log2 N`` flops per transform of ``N`` points;
 - data movement (reshape, broadcast, transpose, slice, gather, ...): no flops;
 - ``bytes accessed``: for every equation, the bytes of its operands plus its results.
 
@@ -138,6 +139,14 @@ def _sort_cost(eqn):
     return _in_size(eqn) * max(math.ceil(math.log2(max(n, 1))), 1), 0
 
 
+def _fft_cost(eqn):
+    # 5 N log2 N flops per transform of N = prod(fft_lengths) points (Cooley-Tukey's count)
+    lengths = eqn.params["fft_lengths"]
+    n = math.prod(lengths)
+    batch = math.prod(eqn.invars[0].aval.shape[:-len(lengths)])
+    return (round(5 * batch * n * math.log2(n)) if n > 1 else 0), 0
+
+
 def _attention_cost(eqn):
     # fused_attention: the two matmuls, plus scale, max, exp, sum and divide per score;
     # one exp (a transcendental) per score
@@ -157,7 +166,7 @@ cost_rules.update({
     # identities and data movement: no arithmetic
     P.copy_p: _free, P.stop_gradient_p: _free, P.axis_index_p: _free, P.all_gather_p: _free,
     P.ppermute_p: _free, P.all_to_all_p: _free,
-    P.attention_p: _attention_cost,
+    P.attention_p: _attention_cost, P.fft_p: _fft_cost,
 })
 
 

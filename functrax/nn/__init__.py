@@ -8,4 +8,5 @@ Array([0.5, 0.5], dtype=float32)
 """
 from functrax.nn.functions import *  # noqa: F401,F403
 from functrax.nn.functions import __all__  # noqa: F401
+from functrax.nn.attention import dot_product_attention  # noqa: F401
 from functrax.nn import initializers  # noqa: F401

@@ -23,7 +23,8 @@ from functrax.transforms.custom_derivatives import custom_jvp
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot",
+    "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp",
+    "logsumexp", "mish", "one_hot", "tanh",
     "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
     "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish",
 ]
@@ -340,6 +341,48 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     if b_arr is not None and not is_complex:
         out = fnp.where(fnp.less(sign, 0), np.asarray(np.nan, core.get_aval(out).dtype), out)
     return out
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``log(mean(exp(x), axis))`` without overflow (``logsumexp - log(count)``).
+
+    >>> import functrax.numpy as fnp
+    >>> logmeanexp(fnp.array([0.0, 0.0]))
+    Array(0., dtype=float32)
+    """
+    check_arraylike("logmeanexp", x)
+    (x,) = promote_args_inexact("logmeanexp", x)
+    x = fnp.asarray(x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    if where is None:
+        dims = _reduction_dims("logmeanexp", x.ndim, axis)
+        count = np.asarray(float(np.prod([x.shape[d] for d in dims])), lse.dtype)
+    else:
+        count = fnp.sum(fnp.broadcast_to(where, x.shape), axis=axis,
+                        keepdims=keepdims).astype(lse.dtype)
+    return lse - fnp.log(count)
+
+
+@custom_jvp
+def log1mexp(x):
+    """``log(1 - exp(-x))`` for ``x > 0``, accurate for small and large ``x`` (Maechler's
+    switch at log 2), as ``jax.nn.log1mexp``.
+
+    >>> import functrax.numpy as fnp
+    >>> log1mexp(fnp.array([1e-8, 50.0]))
+    Array([-1.8420681e+01, -1.9287499e-22], dtype=float32)
+    """
+    x = fnp.asarray(x)
+    c = np.log(2.0)
+    return fnp.where(x < c, fnp.log(-fnp.expm1(-x)), fnp.log1p(-fnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / fnp.expm1(x))
+
+
+def tanh(x):
+    """The hyperbolic tangent (``functrax.numpy.tanh``)."""
+    return fnp.tanh(x)
 
 
 # --- one_hot and standardize ---

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Protocol
 
 import numpy as np
 
@@ -20,13 +21,19 @@ from functrax import dtypes
 from functrax import numpy as fnp
 
 __all__ = [
-    "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
-    "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
-    "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform",
-    "zeros",
+    "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
+    "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal",
+    "lecun_uniform", "normal", "ones", "orthogonal", "truncated_normal", "uniform",
+    "variance_scaling", "xavier_normal", "xavier_uniform", "zeros",
 ]
 
 _FLOAT = np.float64  # JAX's jnp.float_: float32 unless x64 is enabled
+
+
+class Initializer(Protocol):
+    """What every initializer is: ``init(key, shape, dtype) -> Array``."""
+
+    def __call__(self, key, shape, dtype=_FLOAT): ...
 # stddev of a standard normal truncated to (-2, 2)
 _TRUNC_STD = 0.87962566103423978
 
@@ -135,10 +142,12 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
 
     Args:
       scale: scaling factor (positive).
-      mode: ``"fan_in"`` (``n`` = inputs), ``"fan_out"`` (outputs) or ``"fan_avg"`` (their
-        mean); fans count the receptive field (every axis but in/out/batch).
+      mode: ``"fan_in"`` (``n`` = inputs), ``"fan_out"`` (outputs), ``"fan_avg"`` (their
+        mean) or ``"fan_geo_avg"`` (their geometric mean); fans count the receptive field
+        (every axis but in/out/batch).
       distribution: ``"truncated_normal"`` (normal truncated to 2 stddevs, rescaled),
-        ``"normal"`` or ``"uniform"``.
+        ``"normal"`` or ``"uniform"``; complex dtypes draw in the complex plane (a disk, or a
+        modulus-truncated normal), as JAX.
       in_axis, out_axis, batch_axis: axes (ints or sequences) of the weights shape.
       dtype: default dtype of the result.
 
@@ -147,7 +156,7 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     >>> init(random.PRNGKey(0), (4, 3)).shape
     (4, 3)
     """
-    if mode not in ("fan_in", "fan_out", "fan_avg"):
+    if mode not in ("fan_in", "fan_out", "fan_avg", "fan_geo_avg"):
         raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
     if distribution not in ("truncated_normal", "normal", "uniform"):
         raise ValueError(f"invalid distribution for variance scaling initializer: "
@@ -156,20 +165,99 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     def init(key, shape, dtype=dtype):
         shape = _shape("variance_scaling", shape)
         dt = _dtype("variance_scaling", dtype)
-        if not dtypes.is_float(dt):
-            raise NotImplementedError(f"variance_scaling: complex dtypes ({dt.name}) are not "
-                                      "supported; pass a real floating dtype.")
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out,
-                       "fan_avg": (fan_in + fan_out) / 2}[mode]
-        variance = scale / denominator
+                       "fan_avg": (fan_in + fan_out) / 2,
+                       "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
+        # as JAX: the variance as an array of the dtype, its square root computed in it
+        variance = fnp.array(scale / denominator, dt)
         rnd = _random()
+        real = dtypes.is_float(dt)
         if distribution == "truncated_normal":
-            stddev = fnp.array(math.sqrt(variance) / _TRUNC_STD, dt)
-            return rnd.truncated_normal(key, -2, 2, shape, dt) * stddev
+            if real:
+                stddev = fnp.sqrt(variance) / fnp.array(_TRUNC_STD, dt)
+                return rnd.truncated_normal(key, -2, 2, shape, dt) * stddev
+            stddev = fnp.sqrt(variance) / fnp.array(_COMPLEX_TRUNC_STD, dt)
+            return _complex_truncated_normal(key, 2, shape, dt) * stddev
         if distribution == "normal":
-            return rnd.normal(key, shape, dt) * fnp.array(math.sqrt(variance), dt)
-        return rnd.uniform(key, shape, dt, -1) * fnp.array(math.sqrt(3 * variance), dt)
+            return rnd.normal(key, shape, dt) * fnp.sqrt(variance)
+        if real:
+            return rnd.uniform(key, shape, dt, -1) * fnp.sqrt(3 * variance)
+        return _complex_uniform(key, shape, dt) * fnp.sqrt(variance)
+    return init
+
+
+# stddev of a standard complex normal whose modulus is truncated to 2
+_COMPLEX_TRUNC_STD = 0.95311164380491208
+
+
+def _real_of(dt):
+    return np.zeros((), dt).real.dtype
+
+
+def _complex_uniform(key, shape, dtype):
+    """Uniform in a disk of the complex plane: zero mean, unit variance."""
+    rnd = _random()
+    key_r, key_theta = rnd.split(key)
+    real = _real_of(dtype)
+    r = fnp.sqrt(2 * rnd.uniform(key_r, shape, real)).astype(dtype)
+    theta = 2 * np.pi * rnd.uniform(key_theta, shape, real).astype(dtype)
+    return r * fnp.exp(1j * theta)
+
+
+def _complex_truncated_normal(key, upper, shape, dtype):
+    """A centred complex normal (unit variance before truncation) whose modulus is at most
+    ``upper``."""
+    rnd = _random()
+    key_r, key_theta = rnd.split(key)
+    real = _real_of(dtype)
+    t = (1 - fnp.exp(fnp.array(-(upper ** 2), dtype))) * \
+        rnd.uniform(key_r, shape, real).astype(dtype)
+    r = fnp.sqrt(-fnp.log(1 - t))
+    theta = 2 * np.pi * rnd.uniform(key_theta, shape, real).astype(dtype)
+    return r * fnp.exp(1j * theta)
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=_FLOAT):
+    """An initializer of (semi-)orthogonal matrices: the columns along ``column_axis`` are
+    orthonormal (the rows, if there are fewer of them), times ``scale``.
+
+    >>> from functrax import random
+    >>> w = orthogonal()(random.PRNGKey(0), (3, 3))
+    >>> bool(abs(w @ w.T - fnp.eye(3)).max() < 1e-5)
+    True
+    """
+    def init(key, shape, dtype=dtype):
+        shape = _shape("orthogonal", shape)
+        dt = _dtype("orthogonal", dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        ax = column_axis % len(shape)
+        n_rows, n_cols = math.prod(shape) // shape[ax], shape[ax]
+        matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        a = _random().normal(key, matrix_shape, dt)
+        q, r = fnp.linalg.qr(a)
+        q = q * fnp.sign(fnp.diagonal(r))[None, :]  # a uniform (Haar) distribution
+        if n_rows < n_cols:
+            q = q.T
+        q = fnp.reshape(q, tuple(d for i, d in enumerate(shape) if i != ax) + (shape[ax],))
+        return fnp.moveaxis(q, -1, ax) * fnp.array(scale, dt)
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=_FLOAT):
+    """The delta-orthogonal initializer of convolution kernels (3-D to 5-D): zeros but for an
+    orthogonal matrix at the centre of the spatial window (Xiao et al., 2018)."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape("delta_orthogonal", shape)
+        dt = _dtype("delta_orthogonal", dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return fnp.zeros(shape, dt).at[centre].set(ortho)
     return init
 
 

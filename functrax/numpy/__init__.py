@@ -29,3 +29,21 @@ from functrax.numpy.linalg_ops import *  # noqa: F401,F403,E402
 from functrax.numpy.convolution import *  # noqa: F401,F403,E402
 from functrax.numpy.indexing import *  # noqa: F401,F403,E402
 from functrax.numpy import linalg  # noqa: F401,E402
+from functrax.numpy import fft  # noqa: F401,E402
+# the rest of jax.numpy's names, one module per family
+from functrax.numpy.dtype_helpers import bool  # noqa: F401,E402,A004
+from functrax.numpy.array_edit import *  # noqa: F401,F403,E402
+from functrax.numpy.bit_ops import *  # noqa: F401,F403,E402
+from functrax.numpy.calculus import *  # noqa: F401,F403,E402
+from functrax.numpy.dtype_checks import *  # noqa: F401,F403,E402
+from functrax.numpy.histograms import *  # noqa: F401,F403,E402
+from functrax.numpy.index_grids import *  # noqa: F401,F403,E402
+from functrax.numpy.io import *  # noqa: F401,F403,E402
+from functrax.numpy.joining import *  # noqa: F401,F403,E402
+from functrax.numpy.polynomial import *  # noqa: F401,F403,E402
+from functrax.numpy.set_ops import *  # noqa: F401,F403,E402
+from functrax.numpy.statistics import *  # noqa: F401,F403,E402
+from functrax.numpy.vectorize import *  # noqa: F401,F403,E402
+from functrax.numpy.windows import *  # noqa: F401,F403,E402
+# last: add, multiply, maximum, ... become ufunc objects (fnp.add.outer, fnp.add.at, ...)
+from functrax.numpy.ufunc_class import *  # noqa: F401,F403,E402

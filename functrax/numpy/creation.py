@@ -425,3 +425,58 @@ __all__ = [
     "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
     "identity", "linspace", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
 ]
+
+
+# --- logarithmic ranges ---
+
+
+def _inexact_result(fun_name, dtype, *args):
+    for a in args:
+        _check_arraylike(fun_name, a, "start/stop")
+    def inexact(t):
+        return t if dtypes.is_inexact(t) else dtypes.default_float_dtype()
+    dt = _dtype(dtype) or inexact(dtypes.result_type(*args))
+    return dt, inexact(dt)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop, num)``: ``num`` samples evenly spaced on a log scale.
+
+    Args:
+      start, stop: the exponents of the first and last samples (arrays broadcast).
+      num: the number of samples (static).
+      endpoint: include ``base ** stop``.
+      base: the base of the logarithm.
+      dtype: the result dtype (default: inexact).
+      axis: the axis of the samples in the result.
+
+    >>> logspace(0.0, 2.0, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
+    from functrax.numpy import ufuncs
+    dt, comp = _inexact_result("logspace", dtype, start, stop)
+    lin = linspace(asarray(start, comp), asarray(stop, comp), num, endpoint=endpoint, axis=axis)
+    return lax.convert_element_type(ufuncs.power(asarray(base, comp), lin), dt)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """``num`` samples from ``start`` to ``stop`` evenly spaced on a log scale (a geometric
+    progression; ``start`` and ``stop`` of one sign, or complex).
+
+    >>> geomspace(1.0, 1000.0, 4)
+    Array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    from functrax.numpy import ufuncs
+    from functrax.numpy.shape_ops import moveaxis
+    dt, comp = _inexact_result("geomspace", dtype, start, stop)
+    start, stop = asarray(start, comp), asarray(stop, comp)
+    sign = ufuncs.sign(start)
+    res = ufuncs.multiply(sign, logspace(ufuncs.log10(ufuncs.true_divide(start, sign)),
+                                         ufuncs.log10(ufuncs.true_divide(stop, sign)), num,
+                                         endpoint=endpoint, base=10.0, dtype=comp, axis=0))
+    if axis != 0:
+        res = moveaxis(res, 0, axis)
+    return lax.convert_element_type(res, dt)
+
+
+__all__ += ["logspace", "geomspace"]

@@ -23,7 +23,7 @@ from functrax.numpy.promotion import (
 )
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "einsum", "kron",
-           "trace", "diagonal", "cross", "matrix_transpose"]
+           "trace", "diagonal", "cross", "matrix_transpose", "einsum_path", "matvec", "vecmat"]
 
 
 def _shape(x):
@@ -622,6 +622,95 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     x, labs = ops[0]
     x = lax.transpose(x, [labs.index(lab) for lab in output])
     return _finish(x, pet, weak)
+
+
+def _plan(inputs, shapes, output, sizes):
+    """The pairwise contraction order :func:`einsum` follows: ``(path, steps)``, each step
+    ``(input labels, output labels)``."""
+    ops = []
+    for labs, shp in zip(inputs, shapes):
+        labs = [lab for lab, d in zip(labs, shp) if not (d == 1 and sizes[lab] != 1)]
+        ops.append((None, list(dict.fromkeys(labs))))  # repeated labels: a diagonal
+    ops = [(None, [lab for lab in labs if lab in _keep(ops, output, (k,))])
+           for k, (_, labs) in enumerate(ops)]
+    if len(ops) == 1:
+        return [(0,)], [([ops[0][1]], output)]
+    path, steps = [], []
+    while len(ops) > 1:
+        i, j = _greedy_pair(ops, output, sizes)
+        keep = _keep(ops, output, (i, j))
+        xl, yl = ops[i][1], ops[j][1]
+        new = [lab for lab in xl if lab in yl and lab in keep] + [
+            lab for lab in xl + yl if (lab in xl) != (lab in yl) and lab in keep]
+        ops = [o for k, o in enumerate(ops) if k not in (i, j)] + [(None, new)]
+        path.append((i, j))
+        steps.append(([xl, yl], new if len(ops) > 1 else output))
+    return path, steps
+
+
+def _term(labs):
+    return "".join(chr(lab) if lab >= 0 else "." for lab in labs)
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """The contraction order :func:`einsum` uses for these operands (only their shapes
+    matter): ``(path, description)``.
+
+    ``path`` is a list of operand-index pairs in opt_einsum's convention (the pair is
+    removed from the list of operands and its result appended), as ``jax.numpy``'s; the
+    description is a printable summary (JAX returns opt_einsum's ``PathInfo``).
+    ``optimize`` is accepted for compatibility: functrax contracts greedily, smallest
+    intermediate first.
+
+    >>> import functrax.numpy as fnp
+    >>> path, info = fnp.einsum_path("ij,jk,kl->il", fnp.ones((2, 3)), fnp.ones((3, 4)),
+    ...                              fnp.ones((4, 5)))
+    >>> path
+    [(0, 1), (0, 1)]
+    """
+    del optimize
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved((subscripts,) + tuple(operands))
+    if not operands:
+        raise ValueError("einsum_path: at least one operand is required")
+    shapes = [tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
+              for x in operands]
+    inputs, output = _parse_einsum(subscripts, shapes)
+    sizes = _label_sizes(subscripts, inputs, shapes)
+    path, steps = _plan(inputs, shapes, output, sizes)
+    lines = [f"  Complete contraction:  {subscripts.replace(' ', '')}",
+             f"  Operand shapes:  {shapes}", "  Contractions (functrax einsum order):"]
+    for (ins, out), p in zip(steps, path):
+        flops = 1
+        for lab in set().union(*map(set, ins)):
+            flops *= sizes[lab]
+        lines.append(f"    {p}: {','.join(_term(t) for t in ins)}->{_term(out)}  "
+                     f"(~{flops} multiply-adds)")
+    return path, "\n".join(lines)
+
+
+def matvec(x1, x2, /):
+    """Batched matrix-vector products ``x1[..., i, j] @ x2[..., j]`` (broadcast batches).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.matvec(fnp.ones((2, 3)), fnp.array([1., 2., 3.]))
+    Array([6., 6.], dtype=float32)
+    """
+    from functrax.numpy.vectorize import vectorize
+    check_arraylike("matvec", x1, x2)
+    return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
+
+
+def vecmat(x1, x2, /):
+    """Batched vector-matrix products ``conj(x1[..., i]) @ x2[..., i, j]``.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.vecmat(fnp.array([1., 2.]), fnp.ones((2, 3)))
+    Array([3., 3., 3.], dtype=float32)
+    """
+    from functrax.numpy.vectorize import vectorize
+    check_arraylike("vecmat", x1, x2)
+    return vectorize(lambda a, b: vecdot(a, b, axis=0), signature="(n),(n,m)->(m)")(x1, x2)
 
 
 # --- operators and methods on arrays ---

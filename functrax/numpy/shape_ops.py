@@ -112,6 +112,36 @@ def moveaxis(a, source, destination):
     return lax.transpose(a, perm)
 
 
+def permute_dims(a, /, axes):
+    """The array API's :func:`transpose`: ``a`` with its axes permuted to ``axes``.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.permute_dims(fnp.ones((2, 3)), (1, 0)).shape
+    (3, 2)
+    """
+    return transpose(a, axes)
+
+
+def rollaxis(a, axis, start=0):
+    """Move ``axis`` of ``a`` to just before position ``start`` (numpy's older
+    :func:`moveaxis`).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.rollaxis(fnp.ones((2, 3, 4)), 2).shape
+    (4, 2, 3)
+    """
+    a = asarray_operand(a)
+    nd = _aval(a).ndim
+    axis = canonicalize_axis(axis, nd, "rollaxis")
+    start = operator.index(start)
+    if not -nd <= start <= nd:
+        raise ValueError(f"rollaxis: start={start} must satisfy {-nd}<=start<={nd}")
+    start = start + nd if start < 0 else start
+    if start > axis:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
 def swapaxes(a, axis1, axis2):
     """Interchange two axes of ``a``."""
     a = asarray_operand(a)
@@ -662,6 +692,7 @@ __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
     "broadcast_shapes", "broadcast_to", "column_stack", "concatenate", "dsplit", "dstack",
     "expand_dims", "flip", "fliplr", "flipud", "hsplit", "hstack", "meshgrid", "moveaxis",
-    "ndim", "ravel", "repeat", "reshape", "roll", "rot90", "shape", "size", "split",
+    "ndim", "permute_dims", "ravel", "repeat", "reshape", "roll", "rollaxis", "rot90", "shape",
+    "size", "split",
     "squeeze", "stack", "swapaxes", "tile", "transpose", "vsplit", "vstack",
 ]

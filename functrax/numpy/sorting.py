@@ -27,7 +27,8 @@ from functrax.numpy.ufuncs import isnan, logical_not
 from functrax.numpy.selection import where as _where
 
 __all__ = [
-    "sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
+    "sort", "argsort", "sort_complex", "lexsort", "partition", "argpartition", "searchsorted",
+    "unique",
     "quantile", "nanquantile", "percentile", "nanpercentile", "median", "nanmedian",
     "diff", "ediff1d", "bincount",
 ]
@@ -126,6 +127,23 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
         a, iota = lax.rev(a, (dim,)), lax.rev(iota, (dim,))
     _, (idx,) = _sort([a], [iota], dim, stable)
     return lax.rev(idx, (dim,)) if descending else idx
+
+
+def sort_complex(a):
+    """``a`` sorted along its last axis, real parts first, then imaginary parts; always
+    complex (real input is upcast).
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.sort_complex(fnp.array([1 + 2j, 2 - 1j, 1 - 1j]))
+    Array([1.-1.j, 1.+2.j, 2.-1.j], dtype=complex64)
+    """
+    check_arraylike("sort_complex", a)
+    a = asarray_operand(a)
+    dt = _aval(a).dtype
+    if dt.kind != "c":  # complex128 for 64-bit inputs (x64), else complex64
+        dt = dtypes.canonicalize_dtype(np.complex128 if dt.itemsize == 8 else np.complex64)
+    a = lax.convert_element_type(a, dt)
+    return sort(a, axis=-1) if _aval(a).ndim else a
 
 
 def lexsort(keys, axis=-1):

@@ -324,9 +324,20 @@ def _mask(g, e):
             return None
         keep, fill = bias == 0, bias
     fill = np.broadcast_to(fill, shape)
-    if not np.all(np.isneginf(fill[~keep])):
+    if not np.all(_masks_out(fill[~keep])):
         return None
     return score, keep
+
+
+def _masks_out(fill):
+    """Whether masked-out scores become -inf or a finite value so negative that its
+    exponential after the row maximum is subtracted is 0 (``nn.dot_product_attention`` fills
+    with ``-0.7 * finfo.max``): for a causal mask every row keeps a finite score."""
+    fill = np.asarray(fill)
+    if fill.size == 0:
+        return np.ones(0, bool)
+    big = np.finfo(fill.dtype).max if fill.dtype.kind == "f" else np.inf
+    return np.isneginf(fill) | (fill <= -0.5 * big)
 
 
 def _match_at(g, i2):

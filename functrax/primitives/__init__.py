@@ -21,9 +21,11 @@ from functrax.primitives.collectives import *  # noqa: F401,F403,E402
 from functrax.primitives.prng import *  # noqa: F401,F403,E402
 from functrax.primitives.linalg import *  # noqa: F401,F403,E402
 from functrax.primitives.linalg_more import *  # noqa: F401,F403,E402
+from functrax.primitives.fft import *  # noqa: F401,F403,E402
 from functrax.primitives.control_flow import *  # noqa: F401,F403,E402
 from functrax.primitives.calls import *  # noqa: F401,F403,E402
 from functrax.primitives.attention import *  # noqa: F401,F403,E402
 from functrax.primitives.compositions import *  # noqa: F401,F403,E402
 from functrax.primitives.barrier import *  # noqa: F401,F403,E402
 from functrax.primitives.rng_bit_generator import *  # noqa: F401,F403,E402
+from functrax.primitives.special import *  # noqa: F401,F403,E402

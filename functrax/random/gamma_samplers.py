@@ -8,12 +8,13 @@ together under ``vmap``, which keeps each element's draws independent of the oth
 
 Derivatives with respect to ``a`` are implicit reparameterization gradients (as JAX's
 ``random_gamma_p`` JVP): ``d sample / d a = -(dF/da) / (dF/dx)`` for the gamma CDF ``F``
-(see ``_gamma_grad.py``), a ``custom_jvp`` around the sampler. Differences from JAX: the
-keys, uniforms, normals and float32 logs are JAX's (XLA:CPU's log polynomial), but ``pow``
-and ``lgamma``/``digamma`` are numpy's, so values are not guaranteed bit-equal to JAX's
-(no reference vectors exist for these samplers; they are tested statistically). The
-gradient's series/continued-fraction loops stop per element, like XLA's, but run over the
-whole array at once rather than element by element (``lax.map``) as JAX does on CPU.
+(``lax.random_gamma_grad``, a primitive computed by
+``functrax/lowering/numpy/special_igamma.py``), a ``custom_jvp`` around the sampler.
+Differences from JAX: the keys, uniforms, normals and float32 logs are JAX's (XLA:CPU's
+log polynomial), but ``pow`` and ``lgamma``/``digamma`` are numpy's, so values are not
+guaranteed bit-equal to JAX's (no reference vectors exist for these samplers; they are
+tested statistically). The gradient's series/continued-fraction loops stop per element,
+like XLA's.
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ import numpy as np
 
 import functrax.numpy as fnp
 from functrax import core, dtypes, lax
+from functrax.lax import random_gamma_grad
 from functrax.core import Tracer
 from functrax.numpy.promotion import check_arraylike
 from functrax.random import float_math as fm
 from functrax.random.distributions import normal_real, uniform_real, rademacher
-from functrax.random.gamma_grad import random_gamma_grad
 from functrax.random.prng import canonicalize_shape, check_key, split_key
 from functrax.transforms import custom_jvp, jit, vmap
 from functrax.random.sampler_args import (
@@ -36,7 +37,7 @@ from functrax.random.sampler_args import (
 )
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t",
-           "generalized_normal", "ball", "random_gamma_grad"]
+           "generalized_normal", "ball"]
 
 
 def _c(dtype, v):
@@ -105,17 +106,16 @@ def _gamma_sample_impl(key, a, log_space):
 
 
 _gamma_sample_jit = jit(_gamma_sample_impl, static_argnums=(2,))
-_random_gamma_grad_jit = jit(random_gamma_grad)
 
 
 def _gamma_grad(sample, a, log_space):
     """``d sample / d a`` at fixed quantile (``d log(sample) / d a`` in log space)."""
     if not log_space:
-        return _random_gamma_grad_jit(a, sample)
+        return random_gamma_grad(a, sample)
     x = lax.exp(sample)
     x = lax.select(lax.eq(x, lax.full_like(x, 0.0)),
                    lax.full_like(x, float(dtypes.finfo(core.get_aval(x).dtype).tiny)), x)
-    return lax.div(_random_gamma_grad_jit(a, x), x)
+    return lax.div(random_gamma_grad(a, x), x)
 
 
 _gamma_reparam = custom_jvp(_gamma_sample, nondiff_argnums=(2,))

@@ -1,2 +1,2 @@
 """``functrax.scipy``: SciPy functions on functrax arrays (as ``jax.scipy``), one module each."""
-from functrax.scipy import linalg, optimize, signal  # noqa: F401
+from functrax.scipy import linalg, optimize, signal, special  # noqa: F401

@@ -1,5 +1,8 @@
 """``functrax.scipy.signal``: direct N-d convolutions and correlations (as
-``jax.scipy.signal``), lowered to one ``lax.conv_general_dilated`` each.
+``jax.scipy.signal``), lowered to one ``lax.conv_general_dilated`` each (``method="fft"``:
+:func:`fftconvolve`); the spectral functions (``fftconvolve``, ``detrend``, ``stft``,
+``istft``, ``csd``, ``welch``) live in :mod:`functrax.scipy.signal_spectral` and are
+re-exported here.
 
 Inputs are promoted to an inexact dtype (integers convolve as floats, unlike scipy).
 
@@ -18,7 +21,12 @@ from functrax.numpy.promotion import (
     asarray_operand, check_arraylike, promote_dtypes_inexact, shape_of,
 )
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d"]
+from functrax.scipy.signal_spectral import (  # noqa: F401  (re-exported)
+    csd, detrend, fftconvolve, istft, stft, welch,
+)
+
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
+           "fftconvolve", "istft", "stft", "welch"]
 
 _MODES = ("full", "same", "valid")
 
@@ -107,11 +115,7 @@ def _convolve_nd(fun_name, in1, in2, mode, boundary, precision):
 
 
 def _check_method(fun_name, method):
-    if method == "fft":
-        raise NotImplementedError(f"{fun_name}: method='fft' needs "
-                                  "functrax.scipy.signal.fftconvolve, which is not provided "
-                                  "yet; use method='direct' (or 'auto')")
-    if method not in ("auto", "direct"):
+    if method not in ("auto", "direct", "fft"):
         raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
 
 
@@ -137,8 +141,8 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
       mode: ``"full"`` (default: every overlap), ``"same"`` (centered, the shape of ``in1``)
         or ``"valid"`` (full overlaps only; one input must be at least as large as the other
         in every dimension).
-      method: ``"auto"`` or ``"direct"`` (a ``lax.conv_general_dilated``); ``"fft"`` is not
-        provided yet.
+      method: ``"auto"`` or ``"direct"`` (a ``lax.conv_general_dilated``), or ``"fft"``
+        (:func:`fftconvolve`).
       precision: passed to ``lax.conv_general_dilated``.
 
     Returns:
@@ -154,6 +158,8 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     Array([1., 3., 5., 3.], dtype=float32)
     """
     _check_method("convolve", method)
+    if method == "fft":
+        return fftconvolve(in1, in2, mode=mode)
     return _convolve_nd("convolve", in1, in2, mode, "fill", precision)
 
 
@@ -175,6 +181,8 @@ def correlate(in1, in2, mode="full", method="auto", precision=None):
     _check_method("correlate", method)
     check_arraylike("correlate", in1, in2)
     in2 = asarray_operand(in2)
+    if method == "fft":
+        return fftconvolve(in1, _flip(_conj(in2)), mode=mode)
     return _convolve_nd("correlate", in1, _flip(_conj(in2)), mode, "fill", precision)
 
 

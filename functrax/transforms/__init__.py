@@ -7,6 +7,7 @@ them and are imported here in order. Transforms never inspect one another's trac
 from functrax.transforms import ad_rules as _ad_rules  # noqa: F401
 from functrax.transforms import ad_rules_structural as _ad_rules_structural  # noqa: F401
 from functrax.transforms import ad_rules_indexing as _ad_rules_indexing  # noqa: F401
+from functrax.transforms import special_rules as _special_rules  # noqa: F401
 from functrax.transforms.grad import (  # noqa: F401
     fwd_and_bwd, grad, jvp, linear_transpose, linearize, value_and_grad, vjp,
 )
@@ -25,3 +26,4 @@ from functrax.transforms import linalg_rules as _linalg_rules  # noqa: F401,E402
 from functrax.transforms import conv_rules as _conv_rules  # noqa: F401,E402
 from functrax.transforms import window_rules as _window_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules_more as _linalg_rules_more  # noqa: F401,E402
+from functrax.transforms import fft_rules as _fft_rules  # noqa: F401,E402

@@ -19,7 +19,7 @@ from functrax.transforms.jvp import (
 )
 from functrax.transforms.transpose import deflinear_transpose, is_undefined
 
-__all__ = ["trigamma"]
+__all__: list = []
 
 
 def operand_aval(x):
@@ -115,43 +115,7 @@ defjvp(P.lgamma_p, lambda g, x: P.mul(g, P.digamma(x)))
 defjvp2(P.square_p, lambda g, ans, x: P.mul(g, P.mul(_const(x, 2), x)))
 
 
-# asymptotic series of trigamma: 1/z + 1/(2z^2) + sum_k B_2k / z^(2k+1)
-_TRIGAMMA_SERIES = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
-
-
-def trigamma(x):
-    """The trigamma function ``polygamma(1, x)`` (the derivative of digamma), in lax ops.
-
-    Reflection ``psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x)`` for ``x < 0.5``; then the
-    recurrence ``psi1(z) = 1/z^2 + psi1(z + 1)`` shifts the argument up by 6, where the
-    asymptotic series is accurate to about 1e-13 (relative). Differentiable (it is built
-    from differentiable primitives), so digamma has derivatives of every order.
-
-    >>> round(float(trigamma(1.0)), 4)  # pi ** 2 / 6
-    1.6449
-    """
-    reflect = P.lt(x, _const(x, 0.5))
-    z = P.select(reflect, P.sub(_const(x, 1), x), x)
-    acc = None
-    for _ in range(6):
-        term = P.integer_pow(z, -2)
-        acc = term if acc is None else P.add(acc, term)
-        z = P.add(z, _const(x, 1))
-    inv = P.integer_pow(z, -1)
-    inv2 = P.mul(inv, inv)
-    # Horner in 1/z^2 for the Bernoulli tail, times 1/z^3
-    tail = _const(x, _TRIGAMMA_SERIES[-1])
-    for c in reversed(_TRIGAMMA_SERIES[:-1]):
-        tail = P.add(_const(x, c), P.mul(inv2, tail))
-    series = P.add(P.add(inv, P.mul(_const(x, 0.5), inv2)),
-                   P.mul(P.mul(inv2, inv), tail))
-    res = P.add(acc, series)
-    sin_pix = P.sin(P.mul(_const(x, np.pi), x))
-    reflected = P.sub(P.div(_const(x, np.pi ** 2), P.square(sin_pix)), res)
-    return P.select(reflect, reflected, res)
-
-
-defjvp(P.digamma_p, lambda g, x: P.mul(g, trigamma(x)))
+# digamma's JVP (polygamma(1, x), as JAX) is in transforms/special_rules.py
 
 
 def _abs_jvp(g, ans, x):

@@ -4,7 +4,8 @@ A primitive's fusion category derives from its family (``Primitive.family``, dec
 the primitive is defined): elementwise and transcendental ops are *elementwise*, shape and
 indexing ops *views* (index arithmetic), reductions *reductions*, ``dot_general`` a
 *contraction*; the other families run alone (*opaque*), each with the reason in
-``UNFUSIBLE_FAMILIES`` (a primitive may state its own in ``UNFUSIBLE_PRIMITIVES``). Some
+``UNFUSIBLE_FAMILIES`` (a primitive may state its own in ``UNFUSIBLE_PRIMITIVES``, which
+also makes an elementwise primitive opaque: the iterative special functions). Some
 fusible primitives are opaque for some params (``CONDITIONAL``). A primitive without a
 family (a user's) is opaque. All names are re-exported by :mod:`functrax.lowering.fusion.planner`.
 """
@@ -56,6 +57,11 @@ UNFUSIBLE_PRIMITIVES = {
     P.attention_p: "attention: a flash-style kernel of its own (kernels/attention.py)",
     P.reduce_p: "lax.reduce with a general computation: a traced scalar sub-jaxpr",
 }
+_ITERATIVE = ("iterative special function (a series or continued fraction summed until each "
+              "element converges: data-dependent term counts): numpy fallback")
+UNFUSIBLE_PRIMITIVES.update(dict.fromkeys(
+    (P.igamma_p, P.igammac_p, P.igamma_grad_a_p, P.random_gamma_grad_p,
+     P.regularized_incomplete_beta_p, P.zeta_p, P.polygamma_p), _ITERATIVE))
 
 
 def _dynamic_update_slice_unfusible(eqn):
@@ -86,10 +92,13 @@ CONDITIONAL = {P.dynamic_slice_p: dynamic_slice_unfusible, P.gather_p: gather_un
 def fusion_category(prim) -> tuple:
     """``(category, reason)`` of a primitive from its family: category ``"elementwise"``,
     ``"view"``, ``"reduction"``, ``"dot"`` or ``"opaque"`` (with the reason)."""
+    reason = UNFUSIBLE_PRIMITIVES.get(prim)  # a primitive's own reason wins over its family
+    if reason is not None:
+        return "opaque", reason
     category = FAMILY_CATEGORIES.get(prim.family)
     if category is not None:
         return category, None
-    reason = UNFUSIBLE_PRIMITIVES.get(prim) or UNFUSIBLE_FAMILIES.get(prim.family)
+    reason = UNFUSIBLE_FAMILIES.get(prim.family)
     if reason is None:
         reason = (f"unknown primitive '{prim}': no fusion rule (give it a family the tables in "
                   "functrax/lowering/fusion/tables.py know)")

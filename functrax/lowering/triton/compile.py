@@ -123,7 +123,11 @@ def _compile_in_children(jobs: list) -> list:
 
 
 def _compile_in_child(jobs: list) -> list:
-    env = dict(os.environ, TRITON_INTERPRET="0")
+    # kernel files may import functrax: the child finds it where this process did
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=path)
     payload = pickle.dumps([dataclasses.asdict(j) for j in jobs])
     proc = subprocess.run([sys.executable, os.path.abspath(__file__)], input=payload,
                           capture_output=True, env=env, check=False)

@@ -482,7 +482,7 @@ deftemplate(P.asinh_p, _asinh())
 deftemplate(P.acosh_p, _acosh())
 deftemplate(P.atanh_p, _atanh())
 deftemplate(P.erf_p, "tl.erf({0}.to(tl.float64)).to({R})")  # as special.erf: float64, one rounding
-deftemplate(P.erfc_p, "1.0 - tl.erf({0})")
+# erfc: rules_special_functions (float64, no cancellation of 1 - erf(x) for large x)
 deftemplate(P.square_p, "{0} * {0}")
 deftemplate(P.not_p, "~{0}", SI, U)
 deftemplate(P.not_p, "{0} == 0", B)
@@ -560,6 +560,40 @@ def _clz(ctx):
 
 
 deftemplate(P.clz_p, _clz)
+
+
+def _reduce_precision(ctx):
+    """XLA's reduce_precision on the bits: mantissa rounded to nearest even, then exponents out
+    of the reduced range to inf / signed zero; NaNs stay NaN. Works in uint32 (uint64) so that
+    constants never widen a 16-bit operand."""
+    import ml_dtypes
+    dt = np.dtype(ctx.in_avals[0].dtype)
+    info = ml_dtypes.finfo(dt)
+    nbits, src_exp, src_mant = dt.itemsize * 8, int(info.nexp), int(info.nmant)
+    e_bits, m_bits = int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"])
+    w = "tl.uint64" if nbits == 64 else "tl.uint32"
+    ut, t = f"tl.uint{nbits}", tl_dtype(dt)
+    x = "{0}" if reg_dtype(dt) == t else f"{{0}}.to({t})"  # float16 registers hold float32
+    s = Steps()
+    u = s.let(f"{x}.to({ut}, bitcast=True).to({w})")
+    if m_bits < src_mant:
+        drop = src_mant - m_bits
+        u = s.let(f"{u} + ((({u} >> {drop}) & 1) + {(1 << (drop - 1)) - 1})")
+        u = s.let(f"({u} >> {drop}) << {drop}")
+    if e_bits < src_exp:
+        src_bias, red_bias = (1 << (src_exp - 1)) - 1, (1 << (e_bits - 1)) - 1
+        e = s.let(f"({u} >> {src_mant}) & {(1 << src_exp) - 1}")
+        sz = s.let(f"(({u} >> {nbits - 1}) & 1) << {nbits - 1}")
+        inf = s.let(f"{sz} | ({(1 << src_exp) - 1} << {src_mant})")
+        u = s.let(f"tl.where({e} > {src_bias + red_bias}, {inf}, "
+                  f"tl.where({e} <= {src_bias - red_bias}, {sz}, {u}))")
+    out = s.let(f"{u}.to({ut}).to({t}, bitcast=True).to({{R}})")
+    if m_bits > 0:
+        out = s.let(f"tl.where({{0}} != {{0}}, {{0}}, {out})")
+    return s.result(out)
+
+
+deftemplate(P.reduce_precision_p, _reduce_precision, F)
 for _p, _op in ((P.eq_p, "=="), (P.ne_p, "!="), (P.lt_p, "<"), (P.le_p, "<="),
                 (P.gt_p, ">"), (P.ge_p, ">=")):
     deftemplate(_p, f"{{0}} {_op} {{1}}")

@@ -1,4 +1,5 @@
-"""Triton templates for the special functions (lgamma, digamma, erf_inv), ``nextafter``,
+"""Triton templates for the special functions (erfc, lgamma, digamma, erf_inv, bessel_i0e,
+bessel_i1e), ``nextafter``,
 ``conj`` of real values, and the row reductions that need a combine function or an index
 (``reduce_prod``, bitwise ``reduce_and``/``or``/``xor``, ``argmax``/``argmin``).
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import primitives as P
+from functrax.lowering.numpy.special_functions import weideman_coefficients
+from functrax.lowering.numpy.special_zeta_bessel import I0E_A, I0E_B, I1E_A, I1E_B
 from functrax.lowering.triton.rules import (
     B, F, INF, NAN, SI, U, RuleContext, ReduceRule, UnsupportedError, deftemplate, Steps, tl_name,
     reduce_rules, tl_dtype,
@@ -61,26 +64,83 @@ def _lgamma():
     return s.result(f"{lg}.to({{R}})")
 
 
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+
+
 def _digamma():
-    """As special.digamma: reflection below 0.5, recurrence up to 6, asymptotic series."""
+    """As special_functions.digamma64: reflection below 0.5 (``pi / tan(pi r)`` with ``r``
+    the argument reduced to [-1/2, 1/2]), recurrence up to 10, asymptotic series."""
     s = Steps()
     x = _f64(s)
     refl = s.let(f"{x} < 0.5")
     w = s.let(f"tl.where({refl}, 1.0 - {x}, {x})")
     acc = "0.0"
-    for _ in range(6):
-        small = s.let(f"{w} < 6.0")
+    for _ in range(10):
+        small = s.let(f"{w} < 10.0")
         acc = s.let(f"tl.where({small}, {acc} - 1.0 / {w}, {acc})")
         w = s.let(f"tl.where({small}, {w} + 1.0, {w})")
-    inv = s.let(f"1.0 / {w}")
-    inv2 = s.let(f"{inv} * {inv}")
-    series = s.let(f"tl.log({w}) - 0.5 * {inv} - {inv2} * ({1 / 12!r} - {inv2} * ({1 / 120!r} - "
-                   f"{inv2} * ({1 / 252!r} - {inv2} * ({1 / 240!r} - {inv2} / 132.0))))")
-    res = s.let(f"{acc} + {series}")
-    res = s.let(f"tl.where({refl}, {res} - {PI!r} / (tl.sin({PI!r} * {x}) / "
-                f"tl.cos({PI!r} * {x})), {res})")
+    inv2 = s.let(f"1.0 / ({w} * {w})")
+    tail = repr(_DIGAMMA_SERIES[-1])
+    for c in reversed(_DIGAMMA_SERIES[:-1]):
+        tail = s.let(f"{c!r} + {inv2} * {tail}")
+    res = s.let(f"{acc} + tl.log({w}) - 0.5 / {w} - {inv2} * {tail}")
+    r = s.let(f"{x} - tl.floor({x} + 0.5)")
+    res = s.let(f"tl.where({refl}, {res} - {PI!r} / (tl.sin({PI!r} * {r}) / "
+                f"tl.cos({PI!r} * {r})), {res})")
     res = s.let(f"tl.where(({x} <= 0.0) & ({x} == tl.floor({x})), {NAN}, {res})")
+    res = s.let(f"tl.where({x} == {INF}, {INF}, {res})")
     return s.result(f"{res}.to({{R}})")
+
+
+_WEIDEMAN_L, _WEIDEMAN_A = weideman_coefficients(40)
+_INV_SQRT_PI = 0.5641895835477563
+
+
+def _erfc():
+    """erfc in float64 (as the numpy backend's ``math.erfc``): ``1 - erf(x)`` for
+    ``|x| < 0.5``; beyond, ``exp(-x**2) erfcx(|x|)`` with ``erfcx`` from Weideman's formula
+    on the imaginary axis (real there) and ``exp(-x**2)`` from ``x = m + f``, ``m`` a multiple
+    of 1/128 (Cephes' ``expx2``), so the tail keeps its relative accuracy; ``2 - erfc(-x)``
+    below -0.5."""
+    s = Steps()
+    x = _f64(s)
+    ax = s.let(f"tl.abs({x})")
+    d = s.let(f"{_WEIDEMAN_L!r} + {ax}")
+    p = _poly(s, s.let(f"({_WEIDEMAN_L!r} - {ax}) / {d}"), _WEIDEMAN_A)
+    ecx = s.let(f"2.0 * {p} / ({d} * {d}) + {_INV_SQRT_PI!r} / {d}")
+    m = s.let(f"tl.floor(128.0 * {ax} + 0.5) * 0.0078125")
+    f = s.let(f"{ax} - {m}")
+    tail = s.let(f"tl.exp(-({m} * {m})) * tl.exp(-(2.0 * {m} * {f} + {f} * {f})) * {ecx}")
+    tail = s.let(f"tl.where({ax} == {INF}, 0.0, {tail})")
+    res = s.let(f"tl.where({x} >= 0.5, {tail}, tl.where({x} <= -0.5, 2.0 - {tail}, "
+                f"1.0 - tl.erf({x})))")
+    return s.result(f"{res}.to({{R}})")
+
+
+def _chbevl(s: Steps, y: str, coeffs) -> str:
+    """Clenshaw's sum of a Chebyshev series (as special_zeta_bessel._chbevl)."""
+    b0, b1, b2 = "0.0", "0.0", "0.0"
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = s.let(f"{y} * {b1} - {b2} + {c!r}")
+    return s.let(f"0.5 * ({b0} - {b2})")
+
+
+def _scaled_bessel(small, large, odd):
+    """exp(-|x|) I_0(x) / I_1(x): Cephes' Chebyshev expansions on [0, 8] and (8, inf)."""
+    s = Steps()
+    x = _f64(s)
+    z = s.let(f"tl.abs({x})")
+    lo = _chbevl(s, s.let(f"0.5 * {z} - 2.0"), small)
+    if odd:
+        lo = s.let(f"{lo} * {z}")
+    hi = _chbevl(s, s.let(f"32.0 / {z} - 2.0"), large)
+    hi = s.let(f"{hi} / tl.sqrt({z})")
+    out = s.let(f"tl.where({z} <= 8.0, {lo}, {hi})")
+    out = s.let(f"tl.where({z} == {INF}, 0.0, {out})")
+    if odd:
+        out = s.let(f"tl.where({x} < 0.0, -{out}, {out})")
+    return s.result(f"{out}.to({{R}})")
 
 
 _ERFINV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
@@ -105,9 +165,12 @@ def _erf_inv():
     return s.result(f"{y}.to({{R}})")
 
 
+deftemplate(P.erfc_p, _erfc(), F)
 deftemplate(P.lgamma_p, _lgamma(), F)
 deftemplate(P.digamma_p, _digamma(), F)
 deftemplate(P.erf_inv_p, _erf_inv(), F)
+deftemplate(P.bessel_i0e_p, _scaled_bessel(I0E_A, I0E_B, False), F)
+deftemplate(P.bessel_i1e_p, _scaled_bessel(I1E_A, I1E_B, True), F)
 deftemplate(P.conj_p, "{0}", F)
 
 

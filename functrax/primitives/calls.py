@@ -56,12 +56,15 @@ remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 
 
 @linear_call_p.def_abstract_eval
-def _linear_call_abstract_eval(*avals, callee, transpose_thunk, num_callee_consts, num_res):
-    """``callee``'s outputs; its inputs are the consts, residuals and linear operands."""
+def _linear_call_abstract_eval(*avals, callee, transpose, num_callee_consts,
+                               num_transpose_consts, num_res):
+    """``callee``'s outputs; the operands are the consts of ``callee`` and of ``transpose``,
+    then the residuals and the linear operands (``callee`` takes all but the transpose's)."""
+    ins = avals[:num_callee_consts] + avals[num_callee_consts + num_transpose_consts:]
     inner = callee.in_avals
-    if len(avals) != len(inner) or any((a.shape, a.dtype) != (b.shape, b.dtype)
-                                       for a, b in zip(avals, inner)):
-        got = ", ".join(a.str_short() for a in avals)
+    if len(ins) != len(inner) or any((a.shape, a.dtype) != (b.shape, b.dtype)
+                                     for a, b in zip(ins, inner)):
+        got = ", ".join(a.str_short() for a in ins)
         want = ", ".join(b.str_short() for b in inner)
         raise TypeError(f"linear_call: operands ({got}) do not match the callee's inputs "
                         f"({want})")

@@ -27,3 +27,5 @@ from functrax.transforms import conv_rules as _conv_rules  # noqa: F401,E402
 from functrax.transforms import window_rules as _window_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules_more as _linalg_rules_more  # noqa: F401,E402
 from functrax.transforms import fft_rules as _fft_rules  # noqa: F401,E402
+from functrax.transforms.linear_call import linear_call  # noqa: F401,E402
+from functrax.transforms.custom_gradient import closure_convert, custom_gradient  # noqa: F401,E402

@@ -42,7 +42,7 @@ from functrax import control_flow as _control_flow  # noqa: F401
 from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
 from functrax import flatten_util  # noqa: F401
 from functrax import image, scipy  # noqa: F401
-from functrax import ad_checkpoint, custom_derivatives, extend, interpreters  # noqa: F401
+from functrax import ad_checkpoint, custom_derivatives, extend, interpreters, stages  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 
 __version__ = "0.1.0"

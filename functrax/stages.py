@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from functrax.core import ShapedArray
 from functrax.transforms.jit import Compiled, Lowered, Traced  # noqa: F401
 
 #: options of a compilation (``option name -> value``); functrax's backends take none

@@ -149,6 +149,10 @@ EXEMPT_TRITON = {
                     "a LAPACK decomposition: a listed numpy fallback"),
     **dict.fromkeys(("real", "imag", "complex"),
                     "complex operands or results: Triton has no complex type"),
+    "linear_call": ("holds two jaxprs (callee, transpose) over different operands: a listed "
+                    "numpy step running the callee"),
+    "custom_linear_solve": ("a solve with user-given solver jaxprs: a listed numpy step "
+                            "running the solve jaxpr (its body runs on the backend it names)"),
     "optimization_barrier": ("an identity the fusion plan does not look through: a listed "
                              "numpy step between kernels"),
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",

@@ -16,7 +16,7 @@ from functrax.transforms import holomorphic as H
 from functrax.transforms.jvp import Zero, instantiate, tangent_aval
 from functrax.transforms.vjp_function import make_linearized, make_vjp
 from functrax.core.tracing import _leaf_aval, fun_name, fun_source
-from functrax.tree_util import Partial, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from functrax.tree_util import Partial, tree_flatten, tree_leaves, tree_unflatten
 
 
 class _OutInfo:

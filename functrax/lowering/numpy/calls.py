@@ -2,9 +2,9 @@
 jaxpr object on the backend it names (``backend`` param; none: the numpy executor),
 ``custom_jvp_call`` / ``custom_vjp_call`` / ``remat2`` / ``linear_call`` evaluate their inner
 jaxpr (their derivative rules and rematerialization only matter to transformations), and
-``custom_lin`` (forward mode of a ``custom_vjp`` function) is an error. ``xla_pmap`` runs on devices: its
-rule is registered by the pmap transform (``functrax/transforms/pmap.py``), which owns the
-device runtime.
+``custom_lin`` (forward mode of a ``custom_vjp`` function) is an error. ``xla_pmap`` runs on
+devices: its rule is registered by the pmap transform (``functrax/transforms/pmap.py``),
+which owns the device runtime.
 """
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ class ArgInfo:
     ``donated``.
 
     >>> import numpy as np
+    >>> from functrax.core import ShapedArray
     >>> ArgInfo(ShapedArray((2,), np.float32), donated=False).shape
     (2,)
     """

@@ -168,3 +168,21 @@ def test_optimize_remat_flag():
                                rtol=1e-6)
     with pytest.raises(NotImplementedError):
         f.defvjp(lambda x: (x, x), lambda x, g: (g,), symbolic_zeros=True, optimize_remat=True)
+
+
+@pytest.mark.parametrize("name", [
+    "functrax.transforms.grad", "functrax.transforms.jacobians",
+    "functrax.transforms.holomorphic", "functrax.transforms.symbolic_zeros",
+    "functrax.transforms.vjp_function", "functrax.transforms.custom_gradient",
+    "functrax.transforms.linear_call", "functrax.transforms.saved_residuals",
+    "functrax.transforms.pmap_stages", "functrax.primitives.names",
+    "functrax.control_flow.linear_solve", "functrax.custom_derivatives",
+    "functrax.ad_checkpoint", "functrax.extend", "functrax.extend.core",
+    "functrax.interpreters", "functrax.interpreters.ad", "functrax.interpreters.batching",
+    "functrax.stages",
+])
+def test_doctests(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

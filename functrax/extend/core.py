@@ -107,7 +107,7 @@ class CallPrimitive(Primitive):
     >>> import functrax
     >>> my_call = CallPrimitive("my_call")
     >>> my_call.bind(lambda x: x + 1.0, 1.0)
-    [Array(2., dtype=float32)]
+    [Array(2., dtype=float32, weak_type=True)]
     """
 
     def __init__(self, name: str):

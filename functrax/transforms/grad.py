@@ -153,7 +153,7 @@ def linearize(fun, *primals, has_aux=False):
     >>> import functrax.numpy as fnp
     >>> y, f_jvp = linearize(fnp.sin, 0.0)
     >>> f_jvp(2.0)
-    Array(2., dtype=float32, weak_type=True)
+    Array(2., dtype=float32)
     """
     leaves, in_tree = tree_flatten(primals)
     info = _OutInfo()

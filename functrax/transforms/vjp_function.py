@@ -13,7 +13,7 @@ function has the same tree structure on every call (its jaxpr was traced once) a
 function taking it compiles once.
 
 >>> import functrax, functrax.numpy as fnp
->>> y, f_vjp = functrax.vjp(fnp.sin, 1.0)
+>>> y, f_vjp = functrax.vjp(fnp.sin, fnp.ones(3))
 >>> type(f_vjp).__name__, len(functrax.tree_util.tree_leaves(f_vjp))
 ('VJP', 1)
 """

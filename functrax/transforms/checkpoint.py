@@ -65,28 +65,28 @@ def _no_batch_dims(params) -> bool:
     return not lhs_b and not rhs_b
 
 
-def _everything_saveable(*_, **__) -> bool:
+def everything_saveable(*_, **__) -> bool:
     """The default strategy, as if ``checkpoint`` were not used at all."""
     return True
 
 
-def _nothing_saveable(*_, **__) -> bool:
+def nothing_saveable(*_, **__) -> bool:
     """Rematerialize everything (the policy of ``checkpoint`` without one)."""
     return False
 
 
-def _dots_saveable(prim, *_, **__) -> bool:
+def dots_saveable(prim, *_, **__) -> bool:
     """Save the results of matrix multiplications and convolutions."""
     return prim is P.dot_general_p or prim is P.conv_general_dilated_p
 
 
-def _dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
     """Save the results of matrix multiplications without batch dimensions (a useful
     heuristic for transformers)."""
     return _is_dot(prim) and _no_batch_dims(params)
 
 
-def _offload_dot_with_no_batch_dims(offload_src, offload_dst):
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
     """As ``dots_with_no_batch_dims_saveable``, but offloaded to ``offload_dst`` (saved:
     functrax has one host memory)."""
     def policy(prim, *_, **params):
@@ -100,7 +100,7 @@ def _named(prim, params):
     return params["name"] if prim is name_p else None
 
 
-def _save_anything_except_these_names(*names_not_to_save):
+def save_anything_except_these_names(*names_not_to_save):
     """Save any values (named or not) except the named ones among the names given."""
     names = frozenset(names_not_to_save)
 
@@ -111,7 +111,7 @@ def _save_anything_except_these_names(*names_not_to_save):
     return policy
 
 
-def _save_any_names_but_these(*names_not_to_save):
+def save_any_names_but_these(*names_not_to_save):
     """Save only named values, excluding the names given."""
     names = frozenset(names_not_to_save)
 
@@ -120,7 +120,7 @@ def _save_any_names_but_these(*names_not_to_save):
     return policy
 
 
-def _save_only_these_names(*names_which_can_be_saved):
+def save_only_these_names(*names_which_can_be_saved):
     """Save only named values, and only among the names given."""
     names = frozenset(names_which_can_be_saved)
 
@@ -129,7 +129,7 @@ def _save_only_these_names(*names_which_can_be_saved):
     return policy
 
 
-def _save_from_both_policies(policy_1, policy_2):
+def save_from_both_policies(policy_1, policy_2):
     """Save what either policy saves (both must answer booleans).
 
     Raises:
@@ -146,7 +146,7 @@ def _save_from_both_policies(policy_1, policy_2):
     return policy
 
 
-def _save_and_offload_only_these_names(*, names_which_can_be_saved,
+def save_and_offload_only_these_names(*, names_which_can_be_saved,
                                        names_which_can_be_offloaded, offload_src, offload_dst):
     """Save the values named in ``names_which_can_be_saved``, offload those named in
     ``names_which_can_be_offloaded`` (saved too: one host memory), recompute the rest.
@@ -173,18 +173,18 @@ def _save_and_offload_only_these_names(*, names_which_can_be_saved,
 
 
 checkpoint_policies = types.SimpleNamespace(
-    everything_saveable=_everything_saveable,
-    nothing_saveable=_nothing_saveable,
-    dots_saveable=_dots_saveable,
-    checkpoint_dots=_dots_saveable,
-    dots_with_no_batch_dims_saveable=_dots_with_no_batch_dims_saveable,
-    checkpoint_dots_with_no_batch_dims=_dots_with_no_batch_dims_saveable,
-    offload_dot_with_no_batch_dims=_offload_dot_with_no_batch_dims,
-    save_anything_except_these_names=_save_anything_except_these_names,
-    save_any_names_but_these=_save_any_names_but_these,
-    save_only_these_names=_save_only_these_names,
-    save_from_both_policies=_save_from_both_policies,
-    save_and_offload_only_these_names=_save_and_offload_only_these_names,
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_only_these_names=save_only_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
 )
 checkpoint_policies.__doc__ = ("Which intermediates the forward pass of a ``checkpoint`` "
                                "function may save: ``policy(prim, *avals, **params)`` returns "

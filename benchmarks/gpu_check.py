@@ -13,7 +13,9 @@ With a GPU it
 4. times, each against a reference measured in the same run: a device copy (cuda-core
    memcpy, and cupy when installed) as the bandwidth reference (~4.3 TB/s on an H200), a
    fused elementwise chain, softmax and layernorm over rows (GB/s), matmul in float16 and
-   float32 (TFLOP/s; cupy/cuBLAS when installed) and the MLP train step of
+   float32 (TFLOP/s; cupy/cuBLAS when installed), the forward and backward pass of a small
+   CNN (ms per step against the numpy backend, after a correctness check) and one 3x3
+   convolution in float16 and float32 (TFLOP/s), and the MLP train step of
    ``examples/train_mlp.py`` (ms per step; the numpy backend on the CPU as reference).
 
 Every section is wrapped: a failure is reported and the rest still runs. A summary table
@@ -357,6 +359,74 @@ def section_matmul(opts):
                line + f" [{len(prog.kernels)} kernel(s)], max rel err {err:.1e}")
 
 
+DN_NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _cnn_loss(params, x):
+    """A small CNN (NHWC): conv + bias + relu, a strided grouped conv + bias + gelu, a conv,
+    the mean square."""
+    from functrax import lax, nn
+    import functrax.numpy as fnp
+    w1, b1, w2, b2, w3 = params
+    y = nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=DN_NHWC)
+                + b1)
+    y = nn.gelu(lax.conv_general_dilated(y, w2, (2, 2), "SAME", dimension_numbers=DN_NHWC,
+                                         feature_group_count=2) + b2)
+    z = lax.conv_general_dilated(y, w3, (1, 1), "SAME", dimension_numbers=DN_NHWC)
+    return fnp.mean(z ** 2)
+
+
+def _cnn_args(batch=32, size=32):
+    rng = np.random.RandomState(0)
+    shapes = [(3, 3, 3, 32), (32,), (3, 3, 16, 64), (64,), (3, 3, 64, 64)]
+    params = [(rng.standard_normal(s) * (2.0 / np.prod(s[:-1])) ** 0.5).astype(np.float32)
+              for s in shapes]
+    return params, rng.standard_normal((batch, size, size, 3)).astype(np.float32)
+
+
+def section_conv(opts):
+    """conv fwd+bwd of a small CNN on the Triton backend (implicit-GEMM kernels) vs the
+    numpy backend: correctness, then ms per step; then one 3x3 conv in TFLOP/s."""
+    import functrax
+    from functrax import lax
+    params, x = _cnn_args()
+    step = functrax.value_and_grad(_cnn_loss)
+    host = (params, x)
+    dev = functrax.devices("gpu")[0]
+    g = functrax.device_put(host, dev)
+    jf = functrax.jit(step, backend="triton")
+    prog = jf.lower(*g).compile()._entry.exe
+    got, want = jf(*g), functrax.jit(step)(*host)
+    diff = compare(got, want, 3e-2, 3e-2)  # float32 convolutions use tf32 on the GPU
+    ms_gpu = best_ms(lambda: jf(*g), reps=10)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        functrax.jit(step)(*host)
+    ms_cpu = (time.perf_counter() - t0) / 3 * 1e3
+    n_conv = sum(g_.kind.value == "conv" for g_ in prog.plan.groups)
+    record("bench conv cnn fwd+bwd", "FAIL" if diff else "OK",
+           (diff + "; " if diff else "") +
+           f"batch {x.shape[0]} of {x.shape[1]}x{x.shape[2]}x3, 3 convs: {ms_gpu:.2f} ms/step "
+           f"on the GPU vs {ms_cpu:.1f} ms/step numpy backend (x{ms_cpu / ms_gpu:.1f}); "
+           f"{len(prog.kernels)} kernels ({n_conv} conv), {len(prog.fallbacks)} fallbacks")
+    rng = np.random.RandomState(1)
+    for dtype in (np.float16, np.float32):
+        xs = rng.standard_normal((32, 56, 56, 64)).astype(dtype)
+        ws = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(dtype)
+        f = lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",  # noqa: E731
+                                                  dimension_numbers=DN_NHWC)
+        jc, gc, pc = _jit_gpu(f, xs, ws)
+        ms = _time_program(jc, gc)
+        flops = 2 * xs.size * 64 * 9
+        want = np.asarray(functrax.jit(f)(xs[:2], ws)).astype(np.float64)
+        got = np.asarray(jc(*gc))[:2].astype(np.float64)
+        err = np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-30)
+        record(f"bench conv 3x3 {np.dtype(dtype).name}", "OK" if err < 2e-2 else "FAIL",
+               f"NHWC 32x56x56x64 * 3x3x64x64 SAME: {ms:.3f} ms, "
+               f"{flops / ms / 1e9:.1f} TFLOP/s [{len(pc.kernels)} kernel(s)], "
+               f"max rel err {err:.1e}")
+
+
 def section_mlp(opts):
     import functrax
     from functrax import optim, random
@@ -480,8 +550,10 @@ def cpu_smoke():
     rng = np.random.RandomState(0)
     x = rng.standard_normal((4, 8)).astype(np.float32)
     y = rng.standard_normal((8,)).astype(np.float32)
+    params, img = _cnn_args(batch=2, size=8)
     programs = [("exp(sin(x)*2)+y", lambda x, y: fnp.exp(fnp.sin(x) * 2.0) + y, (x, y)),
-                ("softmax rows", lambda x: nn.softmax(x, axis=-1), (x,))]
+                ("softmax rows", lambda x: nn.softmax(x, axis=-1), (x,)),
+                ("cnn fwd+bwd", functrax.value_and_grad(_cnn_loss), (params, img))]
     ok = True
     for name, f, args in programs:
         want = functrax.jit(f)(*args)
@@ -508,7 +580,8 @@ SECTIONS = [("info", section_info, True), ("opspec", section_opspec, True),
             ("bench elementwise", section_elementwise, False),
             ("bench softmax", section_softmax, False),
             ("bench layernorm", section_layernorm, False),
-            ("bench matmul", section_matmul, False), ("bench mlp", section_mlp, False)]
+            ("bench matmul", section_matmul, False), ("bench conv", section_conv, False),
+            ("bench mlp", section_mlp, False)]
 
 
 def parse_args(argv):

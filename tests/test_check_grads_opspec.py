@@ -33,6 +33,10 @@ _ZERO = ("derivative defined as zero (as JAX's defjvp_zero) although the functio
 
 # spec name -> why check_grads does not apply. Keep reasons specific.
 NOT_DIFFERENTIABLE = {
+    **dict.fromkeys(("linalg_eigvals", "linalg_eig_residual"), (
+        "eig's JVP computes eigenvectors, whose derivatives are not implemented (JAX's "
+        "NotImplementedError): eigenvalues are differentiable once, tested as "
+        "scipy_linalg_lax_eigvals in tests/test_scipy_linalg.py")),
     "lax_top_k_ties_axis0": ("top_k of values with ties by design: a perturbation changes "
                              "which element is selected"),
     **dict.fromkeys(("lax_reduce_precision_f16", "lax_reduce_precision_bf16"),

@@ -475,3 +475,15 @@ def test_errors_name_function_and_fix():
         functrax.jit(lambda n: fnp.vander(fnp.ones(3), n))(2)
     with pytest.raises(ConcretizationTypeError, match="M argument of functrax.numpy.hanning"):
         functrax.jit(fnp.hanning)(3)
+
+
+def test_i0_derivative_is_i1_and_zero_at_zero():
+    import scipy.special as sp
+    xs = np.array([-3.0, -0.5, 0.0, 0.25, 2.0])
+    g = functrax.vmap(functrax.grad(fnp.i0))(fnp.asarray(xs, fnp.float32))
+    np.testing.assert_allclose(np.asarray(g), sp.i1(xs), rtol=2e-6, atol=1e-7)
+    assert float(functrax.grad(fnp.i0)(0.0)) == 0.0
+    with pytest.raises(ValueError, match="Unsupported input type to functrax.numpy.i0"):
+        fnp.i0(fnp.ones(2, fnp.complex64))
+    with pytest.raises(ConcretizationTypeError, match="M argument of functrax.numpy.kaiser"):
+        functrax.jit(fnp.kaiser)(3, 1.0)

@@ -135,6 +135,8 @@ def _triton_home(prim) -> bool:
         return prim in arg_reduce_rules or any(k[0] is prim for k in reduce_rules)
     if family is Family.CONTRACTION:
         return prim is P.dot_general_p  # MATMUL groups (matmul_groups.py)
+    if family is Family.CONVOLUTION:
+        return prim is P.conv_general_dilated_p  # CONV groups (conv_groups.py)
     return prim in OPAQUE_STEPS
 
 
@@ -162,7 +164,6 @@ EXEMPT_TRITON = {
     "top_k": "a partial sort: a listed numpy fallback (sort's kernel sorts whole rows)",
     "fft": "complex dtypes: Triton has no complex type (a listed numpy fallback)",
     "iota": "an index with no operand: the code generator emits it inline (codegen.py)",
-    "conv_general_dilated": "an implicit-GEMM Triton kernel comes next",
     "reduce_window": ("reduce_window with a general computation (a traced scalar sub-jaxpr "
                       "per window element): a listed numpy fallback; the sum/max/min monoids "
                       "have kernels (lowering/triton/windows.py)"),

@@ -134,7 +134,7 @@ def test_none_ys_and_empty_carry():
     assert c == () and np.allclose(np.asarray(ys), [0, 2, 4])
 
 
-@pytest.mark.parametrize("unroll", [1, 2, 3, True, False])
+@pytest.mark.parametrize("unroll", [0, 1, 2, 3, True, False])
 def test_unroll_gives_the_same_result(unroll):
     xs = rand(7, 2)
     got = lax.scan(cumsum_body, fnp.zeros(2), xs, unroll=unroll)
@@ -277,8 +277,8 @@ def test_leading_axis_errors():
         lax.scan(lambda c, x: (c, x), 0.0)
     with pytest.raises(ValueError, match="scan got value with no leading axis to scan over"):
         lax.scan(lambda c, x: (c, x), 0.0, 1.0)
-    with pytest.raises(ValueError, match="`unroll` must be a `bool` or a positive `int`."):
-        lax.scan(lambda c, x: (c, x), 0.0, fnp.ones(3), unroll=0)
+    with pytest.raises(ValueError, match="`unroll` must be a `bool` or a non-negative `int`."):
+        lax.scan(lambda c, x: (c, x), 0.0, fnp.ones(3), unroll=-1)
 
 
 def test_traced_length_error():
@@ -618,3 +618,12 @@ def test_map_bad_batch_size():
 def test_docstring_examples():
     result = doctest.testmod(sys.modules["functrax.control_flow.scan"])
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_unroll_zero_is_full_unroll_and_a_traced_unroll_is_rejected():
+    xs = rand(4, 2)
+    assert_tree_close(lax.scan(cumsum_body, fnp.zeros(2), xs, unroll=0),
+                      loop_scan(cumsum_body, fnp.zeros(2), xs))
+    with pytest.raises(functrax.ConcretizationTypeError, match="The `unroll` argument to `scan` "
+                       "expects a concrete `int` or `bool` value."):
+        jit(lambda u: lax.scan(cumsum_body, fnp.zeros(2), xs, unroll=u))(2)

@@ -8,7 +8,7 @@ against the numpy backend; every generated kernel also compiles for sm_90.
   vmap∘jvp and (reverse-differentiable programs) grad, vmap∘grad, grad∘grad runs as
   ``jit(stack, backend="triton")`` and matches ``jit(stack)``;
 - groups the backend does not generate fall back to numpy with a listed reason; for
-  ELEMENTWISE and REDUCTION groups the only allowed reason is a dtype Triton lacks
+  ELEMENTWISE, REDUCTION and CONV groups the only allowed reason is a dtype Triton lacks
   (complex), see ``ALLOWED_CODEGEN_FALLBACKS``;
 - every distinct generated kernel of those programs compiles to PTX and a cubin for
   ``GPUTarget("cuda", 90, 32)`` (``compile.compile_many``: deduplicated, in child processes).
@@ -36,8 +36,8 @@ from tests import test_composition as C
 from tests.opspec import all_specs
 from tests.test_opspec import assert_matches
 
-FUSIBLE = (GroupKind.ELEMENTWISE, GroupKind.REDUCTION)
-# codegen rejections of ELEMENTWISE/REDUCTION groups that are not bugs: Triton has no
+FUSIBLE = (GroupKind.ELEMENTWISE, GroupKind.REDUCTION, GroupKind.CONV)
+# codegen rejections of ELEMENTWISE/REDUCTION/CONV groups that are not bugs: Triton has no
 # complex dtype (a complex value would have to be split into real and imaginary buffers)
 ALLOWED_CODEGEN_FALLBACKS = ("does not support dtype complex64",
                              "does not support dtype complex128")
@@ -163,7 +163,7 @@ def test_composition_on_triton_matches_numpy_backend(name, label, request):
 
 
 def test_elementwise_and_reduction_groups_generate_kernels():
-    """A codegen rejection of an ELEMENTWISE/REDUCTION group is a bug, except for the
+    """A codegen rejection of an ELEMENTWISE/REDUCTION/CONV group is a bug, except for the
     allowlisted reasons (dtypes Triton lacks)."""
     rejected = sorted({(label, fb.reason) for label, prog in _all_programs()
                        for fb in prog.fallbacks if fb.kind in FUSIBLE

@@ -61,7 +61,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
       length: the number of iterations; required when ``xs`` is None, else must agree with
         the leading axis sizes.
       reverse: scan from the end (``ys`` are still stored at their own index).
-      unroll: a positive int, or a bool (True: unroll fully); a performance hint only.
+      unroll: a non-negative int (``0`` unrolls the entire loop, as JAX), or a bool
+        (True: unroll fully, False: keep rolled); a performance hint only.
 
     Returns:
       ``(final_carry, ys)``, ``ys`` stacking the per-iteration ``y`` along a new leading axis.
@@ -174,10 +175,13 @@ def _scan_length(xs_flat, length) -> int:
 
 
 def _check_unroll(unroll, length) -> int:
-    if isinstance(unroll, bool):
+    if isinstance(unroll, core.Tracer):
+        raise ConcretizationTypeError(
+            unroll, "The `unroll` argument to `scan` expects a concrete `int` or `bool` value.")
+    if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
-    if not isinstance(unroll, (int, np.integer)) or unroll < 1:
-        raise ValueError("`unroll` must be a `bool` or a positive `int`.")
+    if not isinstance(unroll, (int, np.integer)) or unroll < 0:
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
     return int(unroll)
 
 

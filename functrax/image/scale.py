@@ -182,7 +182,7 @@ def _vector(fun_name, name, v, k):
 # --- public functions ---
 
 def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
-                        antialias=True, precision=None):
+                        antialias=True, precision=lax.Precision.HIGHEST):
     """Resample ``image`` under a scale and translation of its ``spatial_dims``.
 
     An input location ``x`` of spatial dimension ``spatial_dims[i]`` maps to the output
@@ -199,7 +199,7 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
         differentiable in them).
       method: a :class:`ResizeMethod` or its name (not ``"nearest"``).
       antialias: widen the kernel when downsampling (a low-pass filter).
-      precision: passed to ``dot_general``.
+      precision: passed to ``dot_general`` (JAX's default: ``Precision.HIGHEST``).
 
     Returns:
       the resampled image (integer images become the default float type).
@@ -246,7 +246,7 @@ def _resize_nearest(x, output_shape):
     return x
 
 
-def resize(image, shape, method, antialias=True, precision=None):
+def resize(image, shape, method, antialias=True, precision=lax.Precision.HIGHEST):
     """Resize ``image`` to ``shape`` (every dimension whose size changes is resampled).
 
     Args:

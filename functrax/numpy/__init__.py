@@ -45,5 +45,6 @@ from functrax.numpy.set_ops import *  # noqa: F401,F403,E402
 from functrax.numpy.statistics import *  # noqa: F401,F403,E402
 from functrax.numpy.vectorize import *  # noqa: F401,F403,E402
 from functrax.numpy.windows import *  # noqa: F401,F403,E402
+from functrax.numpy.bessel import *  # noqa: F401,F403,E402
 # last: add, multiply, maximum, ... become ufunc objects (fnp.add.outer, fnp.add.at, ...)
 from functrax.numpy.ufunc_class import *  # noqa: F401,F403,E402

@@ -22,6 +22,9 @@ from functrax.numpy.promotion import (
 )
 from functrax.numpy.linalg_ops import matrix_transpose, tensordot as _tensordot  # noqa: F401
 from functrax.numpy.linalg_ops import vecdot  # noqa: F401
+from functrax.numpy.linalg_general import (  # noqa: F401
+    cond, eig, eigvals, tensorinv, tensorsolve,
+)
 from functrax.numpy.linalg_decompositions import (  # noqa: F401
     EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, eigvalsh, inv, lstsq,
     matrix_rank, pinv, qr, slogdet, solve, svd, svdvals,
@@ -31,7 +34,7 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "outer", "trace", "di
            "vecdot", "tensordot", "cross", "matrix_transpose", "multi_dot", "matrix_power",
            "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_rank", "pinv", "qr",
            "slogdet", "solve", "svd", "svdvals", "EighResult", "QRResult", "SlogdetResult",
-           "SVDResult"]
+           "SVDResult", "cond", "eig", "eigvals", "tensorinv", "tensorsolve"]
 
 
 def _inexact(fun_name, x):

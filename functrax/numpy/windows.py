@@ -1,4 +1,5 @@
-"""Window functions of ``functrax.numpy``: bartlett, blackman, hamming, hanning (as JAX's).
+"""Window functions of ``functrax.numpy``: bartlett, blackman, hamming, hanning, kaiser (as
+JAX's).
 
 The length ``M`` is static (it fixes the output shape), so a window is a constant: computed
 in float64 and rounded once to the default float dtype (float32 unless x64 is enabled).
@@ -13,10 +14,11 @@ import operator
 
 import numpy as np
 
-from functrax import core, dtypes
+from functrax import core, dtypes, lax
+from functrax.numpy.bessel import i0
 from functrax.numpy.indexing import concrete_or_error
 
-__all__ = ["bartlett", "blackman", "hamming", "hanning"]
+__all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
 
 def _length(M, fun_name):
@@ -94,3 +96,28 @@ def bartlett(M):
         return _constant(np.ones(max(M, 0)))
     n = np.arange(M)
     return _constant(1.0 - np.abs(2.0 * n - (M - 1)) / (M - 1))
+
+
+def kaiser(M, beta):
+    """The Kaiser window ``I0(beta sqrt(1 - ((n - a) / a)**2)) / I0(beta)``, ``a = (M - 1) / 2``.
+
+    Args:
+      M: the number of points (a static integer; ``M <= 1`` gives ``ones(M)``).
+      beta: the shape parameter (may be traced: the window is differentiable in it).
+
+    Returns:
+      A float array of shape ``(M,)``.
+
+    >>> import functrax.numpy as fnp
+    >>> fnp.kaiser(3, 5.0)
+    Array([0.03671089, 1.        , 0.03671089], dtype=float32)
+    """
+    M = _length(M, "kaiser")
+    dt = dtypes.default_float_dtype()
+    if M <= 1:
+        return _constant(np.ones(max(M, 0)))
+    n = lax.iota(dt, M)
+    alpha = 0.5 * (M - 1)
+    beta = lax.convert_element_type(beta, dt)
+    r = lax.sqrt(lax.max(1 - ((n - alpha) / alpha) ** 2, lax.full((), 0, dt)))
+    return i0(beta * r) / i0(beta)

@@ -201,6 +201,12 @@ def low_rank(rng, shape, dtype):
     return (_orthogonal(rng, batch, m) @ s @ _orthogonal(rng, batch, n)).astype(dtype)
 
 
+def square_tensor(rng, shape, dtype):
+    """A tensor whose flattening to a square matrix is well conditioned (2 I + noise)."""
+    n = int(round(np.sqrt(np.prod(shape))))
+    return (2 * np.eye(n) + 0.3 * rng.normal(size=(n, n))).reshape(shape).astype(dtype)
+
+
 def symmetric(rng, shape, dtype):
     """Exactly symmetric matrices with eigenvalues -2, -1.25, ... (well separated)."""
     *batch, n, _ = shape
@@ -342,4 +348,25 @@ SPECS += [
     OpSpec("linalg_matrix_power_negative", fnp.linalg.matrix_power, np.linalg.matrix_power,
            shapes=(((3, 3),), ((2, 2, 2),)), domain=spread, kwargs=({"n": -1}, {"n": -3}),
            atol=1e-3, rtol=1e-3),
+    OpSpec("linalg_cond", fnp.linalg.cond, np.linalg.cond, shapes=SQUARE[:2], domain=spread,
+           kwargs=({}, {"p": -2}, {"p": 1}, {"p": np.inf}, {"p": "fro"}), atol=1e-3, rtol=1e-3),
+    OpSpec("linalg_eigvals", lambda a: fnp.sort_complex(fnp.linalg.eigvals(a)),
+           lambda a: np.sort_complex(np.linalg.eigvals(a)).astype(
+               np.result_type(a.dtype, np.complex64)),
+           shapes=(((3, 3),), ((2, 4, 4),)), domain=symmetric, primitives=("eig",), **LA),
+    OpSpec("linalg_eig_residual", lambda a: _eig_residual(fnp, *fnp.linalg.eig(a), a),
+           lambda a: _eig_residual(np, *np.linalg.eig(a), a),
+           shapes=(((3, 3),), ((2, 4, 4),)), domain=spread, primitives=("eig",), **LA),
+    OpSpec("linalg_tensorinv", fnp.linalg.tensorinv, np.linalg.tensorinv,
+           shapes=(((4, 2, 2),), ((6, 2, 3),)), domain=square_tensor, kwargs=({"ind": 1},),
+           **LA),
+    OpSpec("linalg_tensorsolve", fnp.linalg.tensorsolve, np.linalg.tensorsolve,
+           shapes=(((2, 3, 6), (2, 3)), ((6, 2, 3), (6,))), domain=(square_tensor, uniform()),
+           **LA),
 ]
+
+
+def _eig_residual(xp, w, v, a):
+    """|a v - v w| and the unit column norms of v (eigenvectors are unique up to a phase)."""
+    return (xp.abs(a @ v - v * w[..., None, :]).max(axis=(-2, -1)),
+            xp.sqrt((xp.abs(v) ** 2).sum(axis=-2)))

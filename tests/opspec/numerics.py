@@ -36,7 +36,13 @@ def phases(rng, shape, dtype):
 def _windows():
     return [OpSpec(name, getattr(fnp, name), getattr(np, name), shapes=((),),
                    kwargs=({"M": 7}, {"M": 1}, {"M": 0}, {"M": 4}))
-            for name in ("bartlett", "blackman", "hamming", "hanning")]
+            for name in ("bartlett", "blackman", "hamming", "hanning")] + [
+        OpSpec("kaiser", lambda beta, M: fnp.kaiser(M, beta), lambda beta, M: np.kaiser(M, beta),
+               shapes=(((),),), domain=uniform(0.5, 8.0), rtol=2e-5,
+               kwargs=({"M": 7}, {"M": 1}, {"M": 4}), primitives=("bessel_i0e",)),
+        OpSpec("numpy_i0", fnp.i0, np.i0, shapes=(((5,),), ((2, 3),)), domain=uniform(-9.0, 9.0),
+               rtol=2e-5, primitives=("bessel_i0e",)),
+    ]
 
 
 def _frompyfunc_ops():

@@ -1,10 +1,11 @@
 """Iteration-space analysis of a fusion group: symbolic axes for every value (see the
 :mod:`functrax.lowering.fusion.planner` docstring); the per-family parts are the mixins in
-fusion_views, fusion_reductions and fusion_matmul."""
+views, reductions, matmul and conv."""
 from __future__ import annotations
 
 from functrax.core import Literal
 from functrax.lowering.fusion.config import FusionConfig, GroupLayout, IllegalGroup
+from functrax.lowering.fusion.conv import ConvAnalysis
 from functrax.lowering.fusion.matmul import MatmulAnalysis
 from functrax.lowering.fusion.reductions import ReductionAnalysis
 from functrax.lowering.fusion.tables import classify
@@ -41,7 +42,7 @@ class _Axes:
 
 
 
-class Analysis(ViewAnalysis, ReductionAnalysis, MatmulAnalysis):
+class Analysis(ViewAnalysis, ReductionAnalysis, MatmulAnalysis, ConvAnalysis):
     """One pass over a group's equations assigning axes (see the module docstring)."""
 
     def __init__(self, eqns, materialized, config, check_only=False):
@@ -54,6 +55,7 @@ class Analysis(ViewAnalysis, ReductionAnalysis, MatmulAnalysis):
         self.tuples = []     # every axes tuple seen (co-occurrence)
         self.reductions = []  # (eqn, operand tuple, reduced axes, operand var)
         self.dot = None
+        self.conv = None     # the conv_general_dilated equation of a CONV group
         self.dot_uses = []   # (dot operand var, contracting dims, axes tuple with K axes)
         self.k_axes = set()
         self.side = set()    # ids of reduction eqns that reduce a dot operand along K
@@ -82,16 +84,19 @@ class Analysis(ViewAnalysis, ReductionAnalysis, MatmulAnalysis):
             if len(self.eqns) == 1:
                 return GroupLayout(GroupKind.OPAQUE, ())
             raise IllegalGroup("an opaque equation is always alone in its group")
-        dots = [e for e, (c, _) in zip(self.eqns, cats) if c == "dot"]
-        if len(dots) > 1:
-            raise IllegalGroup("more than one dot_general in one group")
-        if dots:
-            self.setup_dot(dots[0])
+        anchors = [(e, c) for e, (c, _) in zip(self.eqns, cats) if c in ("dot", "conv")]
+        if len(anchors) > 1:
+            raise IllegalGroup("more than one dot_general / conv_general_dilated in one group")
+        if anchors:
+            e, c = anchors[0]
+            getattr(self, "setup_" + c)(e)
         for e, (cat, _) in zip(self.eqns, cats):
             getattr(self, "do_" + cat)(e)
         self.unify_done()
         if self.dot is not None:
             return self.finish_matmul()
+        if self.conv is not None:
+            return self.finish_conv()
         if self.reductions:
             return self.finish_reduction()
         return self.finish_elementwise()

@@ -21,7 +21,8 @@ How equations are treated follows from their primitive's family (``FAMILY_CATEGO
   size-1 dims, a ``dynamic_update_slice`` of it with an update read from the group's
   inputs). A view is placed in every group that reads it (cheap index-only producers are
   duplicated); it is materialized (a node of its own) only when it is a jaxpr output, an
-  opaque equation's operand or a ``dot_general`` operand other than a transposed input;
+  opaque equation's or a convolution's operand, or a ``dot_general`` operand other than a
+  transposed input;
 - *reductions* (family REDUCTION) take their elementwise prologue and epilogue into one
   REDUCTION group. When the reduced row has at most ``FusionConfig.max_row`` elements it is
   kept whole in registers, so several reductions over the same rows and the values computed
@@ -33,6 +34,9 @@ How equations are treated follows from their primitive's family (``FAMILY_CATEGO
   operands' producers stay separate; a transposed input is absorbed as a flag), plus
   reductions of one of its operands over exactly that operand's contracting dims (a dense
   layer's bias gradient next to its weight gradient);
+- ``conv_general_dilated`` likewise takes the elementwise epilogue on its output into one
+  CONV group (bias, activation, scaling, conversion; its operands are group inputs, views of
+  them materialized: the kernel reads them through its own window arithmetic);
 - everything else is its own OPAQUE group; ``UNFUSIBLE_FAMILIES`` (or
   ``UNFUSIBLE_PRIMITIVES``) gives the reason, and primitives without a family are OPAQUE too
   (``classify`` says why).
@@ -48,7 +52,8 @@ Iteration spaces are described with symbolic *axes*: every dimension of every va
 is an axis (or constant, for size-1 dimensions); elementwise operands unify their axes, views
 permute, add or drop them, reductions remove them. A group is valid when one value spans all
 its axes (no accidental outer products), no value is indexed twice along one axis, a MATMUL
-epilogue stays inside the output tile, and a REDUCTION's rows fit the configuration.
+epilogue (or a CONV epilogue) stays inside the output tile, and a REDUCTION's rows fit the
+configuration.
 """
 from __future__ import annotations
 
@@ -121,10 +126,11 @@ class _Planner:
 
     def _materialized(self):
         """Views that must be written out: jaxpr outputs, operands of opaque equations and
-        dot_general operands other than a transposed input (absorbed as a flag)."""
+        convolutions, and dot_general operands other than a transposed input (absorbed as a
+        flag)."""
         m = {v for v in self.outs if self._view_eqn(v) is not None}
-        for i, e in enumerate(self.eqns):  # opaque equations read materialized values
-            if self.cat[i] == "opaque":
+        for i, e in enumerate(self.eqns):  # opaque equations and convolutions read
+            if self.cat[i] in ("opaque", "conv"):  # materialized values
                 m.update(v for v in e.invars if self._view_eqn(v) is not None)
         for i, e in enumerate(self.eqns):
             if self.cat[i] != "dot":

@@ -3,11 +3,12 @@
 A primitive's fusion category derives from its family (``Primitive.family``, declared where
 the primitive is defined): elementwise and transcendental ops are *elementwise*, shape and
 indexing ops *views* (index arithmetic), reductions *reductions*, ``dot_general`` a
-*contraction*; the other families run alone (*opaque*), each with the reason in
-``UNFUSIBLE_FAMILIES`` (a primitive may state its own in ``UNFUSIBLE_PRIMITIVES``, which
-also makes an elementwise primitive opaque: the iterative special functions). Some
-fusible primitives are opaque for some params (``CONDITIONAL``). A primitive without a
-family (a user's) is opaque. All names are re-exported by :mod:`functrax.lowering.fusion.planner`.
+*contraction* (``"dot"``), ``conv_general_dilated`` a *convolution* (``"conv"``); the other
+families run alone (*opaque*), each with the reason in ``UNFUSIBLE_FAMILIES`` (a primitive
+may state its own in ``UNFUSIBLE_PRIMITIVES``, which also makes an elementwise primitive
+opaque: the iterative special functions). Some fusible primitives are opaque for some params
+(``CONDITIONAL``). A primitive without a family (a user's) is opaque. All names are
+re-exported by :mod:`functrax.lowering.fusion.planner`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ __all__ = ["FAMILY_CATEGORIES", "UNFUSIBLE_FAMILIES", "UNFUSIBLE_PRIMITIVES", "C
 FAMILY_CATEGORIES = {
     Family.ELEMENTWISE: "elementwise", Family.TRANSCENDENTAL: "elementwise",
     Family.SHAPE: "view", Family.INDEXING: "view",
-    Family.REDUCTION: "reduction", Family.CONTRACTION: "dot",
+    Family.REDUCTION: "reduction", Family.CONTRACTION: "dot", Family.CONVOLUTION: "conv",
 }
 
 _CALL_LIKE = "call-like primitive that survived inlining (run passes.pipeline.optimize first)"
@@ -37,7 +38,6 @@ UNFUSIBLE_FAMILIES = {
     Family.CUMULATIVE: ("cumulative scan along an axis: a sequential dependence, not a map or "
                         "a reduction"),
     Family.CONTROL_FLOW: "control flow: sub-jaxprs run conditionally or in a loop",
-    Family.CONVOLUTION: "convolution: its own kernel (an implicit GEMM over the windows)",
     Family.WINDOW: "windowed reduction: overlapping windows, its own kernel",
     Family.FFT: "fft: a global transform along whole axes (numpy fallback)",
     Family.CALL: _CALL_LIKE,
@@ -91,7 +91,7 @@ CONDITIONAL = {P.dynamic_slice_p: dynamic_slice_unfusible, P.gather_p: gather_un
 
 def fusion_category(prim) -> tuple:
     """``(category, reason)`` of a primitive from its family: category ``"elementwise"``,
-    ``"view"``, ``"reduction"``, ``"dot"`` or ``"opaque"`` (with the reason)."""
+    ``"view"``, ``"reduction"``, ``"dot"``, ``"conv"`` or ``"opaque"`` (with the reason)."""
     reason = UNFUSIBLE_PRIMITIVES.get(prim)  # a primitive's own reason wins over its family
     if reason is not None:
         return "opaque", reason
@@ -108,8 +108,8 @@ def fusion_category(prim) -> tuple:
 def classify(eqn) -> tuple:
     """``(category, reason)`` of an equation for fusion.
 
-    ``category`` is one of ``"elementwise"``, ``"view"``, ``"reduction"``, ``"dot"`` and
-    ``"opaque"``; ``reason`` says why an equation is opaque (None otherwise).
+    ``category`` is one of ``"elementwise"``, ``"view"``, ``"reduction"``, ``"dot"``,
+    ``"conv"`` and ``"opaque"``; ``reason`` says why an equation is opaque (None otherwise).
 
     >>> import functrax, functrax.numpy as fnp
     >>> eqn = functrax.make_jaxpr(fnp.sort)(fnp.ones(3)).eqns[0]

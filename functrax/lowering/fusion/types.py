@@ -18,6 +18,7 @@ class GroupKind(enum.Enum):
     ELEMENTWISE = "elementwise"  # one output shape; loads may broadcast/transposes as indexing
     REDUCTION = "reduction"      # prologue (elementwise) -> reduce over trailing axes -> epilogue
     MATMUL = "matmul"            # one dot_general (+ elementwise epilogue on its output)
+    CONV = "conv"                # one conv_general_dilated (+ elementwise epilogue on its output)
     OPAQUE = "opaque"            # a single unfusible equation (sort, gather, scan, ...)
 
 
@@ -31,7 +32,7 @@ class FusionGroup:
       inputs: vars read from outside the group (jaxpr inputs, consts or other groups' outputs).
       outputs: vars the group writes that are used outside it (or are jaxpr outputs).
       shape: the iteration shape: the output shape for ELEMENTWISE, the (kept + reduced) input
-        shape for REDUCTION, the output shape for MATMUL, () for OPAQUE.
+        shape for REDUCTION, the output shape for MATMUL and CONV, () for OPAQUE.
       reduce_axes: for REDUCTION, the reduced axes of ``shape``.
     """
 

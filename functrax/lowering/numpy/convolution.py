@@ -27,10 +27,12 @@ import numpy as np
 from functrax import primitives as P
 from functrax.lowering.numpy.rules import numpy_rules
 
-__all__ = ["conv_general_dilated"]
+__all__ = ["conv_general_dilated", "compute_dtype"]
 
 
-def _compute_dtype(dtype, preferred):
+def compute_dtype(dtype, preferred):
+    """The dtype a convolution of ``dtype`` operands (result ``preferred`` when given) is
+    computed in: float16 / bfloat16 / fp8 in float32, booleans in int32 (every backend)."""
     dt = np.dtype(preferred) if preferred is not None else np.dtype(dtype)
     if dt == np.bool_:
         return np.dtype(np.int32)
@@ -91,7 +93,7 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     """``conv_general_dilated_p`` on numpy arrays (params as the primitive documents)."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
-    compute = _compute_dtype(lhs.dtype, preferred_element_type)
+    compute = compute_dtype(lhs.dtype, preferred_element_type)
     x = np.transpose(lhs, lhs_spec).astype(compute, copy=False)
     w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)
     x = _dilate_and_pad(x, lhs_dilation, padding)

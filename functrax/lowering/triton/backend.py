@@ -8,6 +8,9 @@
   Triton's interpreter on the CPU, see ``runtime``);
 - MATMUL groups become one generated ``tl.dot`` kernel each (``matmul_groups``: transposes
   as strides, batch dims as a grid axis, the fused elementwise epilogue and side reductions);
+- CONV groups become one generated implicit-GEMM kernel each (``conv_groups``: windows,
+  padding, dilations and layouts as index arithmetic, groups as a grid axis, the fused
+  elementwise epilogue);
 - a group matching a hand-written kernel of ``kernels/`` named in
   ``KernelConfig.hand_written`` (by default a dense layer ``relu?(x @ w + b?)`` and
   attention, rewritten to one ``fused_attention`` equation before planning; also softmax
@@ -45,6 +48,7 @@ from functrax import primitives as P
 from functrax.lowering.triton import runtime
 from functrax.lowering.triton.codegen import KernelConfig
 from functrax.lowering.triton.control_flow import control_flow_step, step_rules
+from functrax.lowering.triton.conv_groups import build_conv
 from functrax.lowering.triton.gather_scatter import SCATTER_KINDS, build_scatter
 from functrax.lowering.triton.matmul_groups import MatmulMatch, build_matmul, match_matmul  # noqa: F401
 from functrax.lowering.triton.patterns import build_pattern, rewrite_patterns
@@ -199,13 +203,15 @@ def _kernel_step(group, built) -> Step:
 
 
 def _fused_step(group: FusionGroup, kernel_config, cache):
-    """The kernel step of an ELEMENTWISE, REDUCTION or MATMUL group: a hand-written kernel of
-    ``kernels/`` when a pattern matches, else a generated one."""
+    """The kernel step of an ELEMENTWISE, REDUCTION, MATMUL or CONV group: a hand-written
+    kernel of ``kernels/`` when a pattern matches, else a generated one."""
     hand = build_pattern(group, kernel_config)  # patterns.PATTERNS
     if hand is not None:
         return _kernel_step(group, hand[1:])
     if group.kind is GroupKind.MATMUL:
         return _kernel_step(group, (build_matmul(group, kernel_config, cache=cache), None))
+    if group.kind is GroupKind.CONV:
+        return _kernel_step(group, (build_conv(group, kernel_config, cache=cache), None))
     return _kernel_step(group, (runtime.build_kernel(group, kernel_config, cache=cache), None))
 
 

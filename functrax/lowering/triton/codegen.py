@@ -645,12 +645,15 @@ class _Reduction(Lowering):
                 "(only broadcasts of a row result along the reduced axes are lowered)")
 
 
+_SHORT_NAMES = {P.dot_general_p: "dot", P.conv_general_dilated_p: "conv"}
+
+
 def _kernel_name(group: FusionGroup, prefix: str = "fused") -> str:
     """``prefix`` and the group's first four distinct non-index primitives (a readable,
     deterministic kernel name)."""
     names = []
     for e in group.eqns:
-        n = "dot" if e.primitive is P.dot_general_p else e.primitive.name
+        n = _SHORT_NAMES.get(e.primitive, e.primitive.name)
         if e.primitive not in index_rules and n not in names:
             names.append(n)
     return re.sub(r"[^A-Za-z0-9_]", "_", "_".join([prefix] + names[:4]))[:60]

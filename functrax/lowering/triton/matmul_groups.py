@@ -51,7 +51,7 @@ from functrax.lowering.triton.indexing import delinearize, index_rules
 from functrax.lowering.triton.rules import UnsupportedError
 
 __all__ = ["generate_matmul", "build_matmul", "dot_precision", "matmul_blocks", "MatmulMatch",
-           "match_matmul", "build_dense"]
+           "match_matmul", "build_dense", "TileEpilogue"]
 
 _TL_DOT = ("float16", "bfloat16", "float32")
 _PRECISIONS = ("ieee", "tf32", "tf32x3")
@@ -95,17 +95,141 @@ def dot_precision(eqn, config: KernelConfig) -> str:
     return config.dot_precision
 
 
-class _Matmul(Lowering):
+class TileEpilogue(Lowering):
+    """What the lowerings of MATMUL and CONV groups share: one anchor equation (the
+    ``dot_general`` / ``conv_general_dilated``) whose result is a ``[BLOCK_M, BLOCK_N]``
+    tile over the roots ``row`` and ``col`` (and a grid axis ``grid_root``), at the index
+    ``out_ix``; the elementwise epilogue is computed and every group output stored at its
+    index in that tile, masked."""
+
+    grid_root = "bat"
+
+    def __init__(self, group: FusionGroup, config: KernelConfig, anchor):
+        super().__init__(group, config)
+        anchors = [e for e in group.eqns if e.primitive is anchor]
+        if len(anchors) != 1:
+            raise UnsupportedError(f"a {group.kind.value} group needs exactly one {anchor}, "
+                                   f"got {len(anchors)}")
+        self.anchor = anchors[0]
+        self.scalar_block = "[1, 1]"
+        self.out_ix = ()
+
+    def mask_for(self, bases):
+        """The mask of a block over ``bases`` (None when only the grid axis, always in
+        range)."""
+        names = [f"{b}_mask" for b in ("row", "col", "ka", "kb") if b in bases]
+        if not names:
+            return None
+        return self.em.bind(" & ".join(names)) if len(names) > 1 else names[0]
+
+    def load(self, var, index, other=False, raw=False) -> str:
+        i = self.inputs[var]
+        addr, bases = self.address(index, var.aval.shape)
+        ptr = f"in{i}" if addr == "0" else f"in{i} + {addr}"
+        mask = self.mask_for(bases)
+        if mask is None:
+            expr = f"tl.broadcast_to(tl.load({ptr}), {self.scalar_block})"
+        else:
+            expr = f"tl.load({ptr}, mask={mask}{', other=0' if other else ''})"
+        dt = var.aval.dtype
+        if not raw and rules.reg_dtype(dt) != rules.tl_dtype(dt):
+            expr += f".to({rules.reg_dtype(dt)})"
+        return self.em.bind(expr)
+
+    def operand_requests(self, eqn, index):
+        if eqn is self.anchor:
+            raise UnsupportedError(f"the {eqn.primitive} result is read at an index other "
+                                   f"than its output tile (re-indexing a computed "
+                                   f"{self.group.kind.value} result)")
+        return super().operand_requests(eqn, index)
+
+    def acc_dtype(self, names) -> str:
+        """The accumulator of products of operands of dtypes ``names``."""
+        if names <= set(_TL_DOT):
+            return "tl.float32"
+        for n in names:
+            rules.dtype_class(n)  # unsupported dtypes raise
+        if "float64" in names:
+            return "tl.float64"
+        if names & {"int64", "uint64"}:
+            return "tl.int64" if "int64" in names else "tl.uint64"
+        if any(n.startswith("uint") for n in names) and not any(
+                n.startswith("int") for n in names):
+            return "tl.uint32"
+        return "tl.int32"
+
+    def dot_line(self, a: str, b: str, dtype: str, eqn) -> str:
+        """``acc = tl.dot(a, b, acc, ...)`` for tiles of one float ``dtype`` (float16,
+        bfloat16 or float32), accumulating in float32.
+
+        bfloat16 tiles are widened to float32 and multiplied with ``input_precision="tf32"``,
+        which is exact for them (TensorFloat-32 keeps 10 mantissa bits, bfloat16 has 7): the
+        products and the float32 accumulation are those of a bfloat16 ``tl.dot``, and
+        Triton's interpreter (3.x), which multiplies bfloat16 tiles as their raw uint16
+        bits, computes them right too. float32 tiles use ``dot_precision``.
+        """
+        if dtype == "bfloat16":
+            a, b = (self.em.bind(f"{t}.to(tl.float32)") for t in (a, b))
+            return f"acc = tl.dot({a}, {b}, acc, input_precision=\"tf32\")"
+        if dtype == "float32":
+            return (f"acc = tl.dot({a}, {b}, acc, "
+                    f"input_precision=\"{dot_precision(eqn, self.config)}\")")
+        return f"acc = tl.dot({a}, {b}, acc)"
+
+    def put_result(self, acc_t: str):
+        """The accumulator ``acc`` as the anchor's result (its dtype) at ``out_ix``."""
+        out = self.anchor.outvars[0]
+        res, out_r = "acc", rules.reg_dtype(out.aval.dtype)
+        if out.aval.dtype.name == "bool":
+            res = self.em.bind("acc != 0")
+        elif out_r != acc_t:
+            res = self.em.bind(f"acc.to({out_r})")
+        self.em.put((out, self.out_ix), res)
+
+    def program_id(self, wide: bool):
+        """``tl.program_id`` (widened to int64 where offsets may pass 2**31)."""
+        return (lambda a: f"tl.program_id({a}).to(tl.int64)") if wide else (
+            lambda a: f"tl.program_id({a})")
+
+    def is_wide(self) -> bool:
+        return max(v.aval.size for v in (*self.group.inputs, *self.group.outputs)
+                   if type(v) is not Literal) >= 2 ** 31 - 2 * 16384
+
+    def root_index(self, var):
+        if var is self.anchor.outvars[0]:
+            return self.out_ix
+        return None
+
+    def store_outputs(self):
+        g, later = self.group, []
+        for j, out in enumerate(g.outputs):
+            index = self.natural_index(out, use_seen=False)
+            if index is None:
+                later.append((j, out))
+            else:
+                self.store_at(j, out, index)
+        for j, out in later:
+            index = self.natural_index(out, use_seen=True)
+            if index is None:
+                raise UnsupportedError(f"{g.kind.value} group output {out.aval.str_short()} "
+                                       "has no index in the output tile")
+            self.store_at(j, out, index)
+
+    def store_at(self, j, out, index):
+        # the pointer is a [BLOCK_M, BLOCK_N] block: lanes outside the output tile never
+        # store, and a smaller output is written once (its missing digits are 0)
+        mask = self.partial_mask(index, self.mask_for({"row", "col"}),
+                                 ("row", "col", self.grid_root))
+        self.store(j, out, index, self.block_address(index, out.aval.shape, ("row", "col")),
+                   mask)
+
+
+class _Matmul(TileEpilogue):
     """The lowering of one MATMUL group (see the module docstring)."""
 
     def __init__(self, group: FusionGroup, config: KernelConfig):
-        super().__init__(group, config)
-        dots = [e for e in group.eqns if e.primitive is P.dot_general_p]
-        if len(dots) != 1:
-            raise UnsupportedError(f"a matmul group needs exactly one dot_general, got "
-                                   f"{len(dots)}")
-        self.dot = dots[0]
-        self.scalar_block = "[1, 1]"
+        super().__init__(group, config, P.dot_general_p)
+        self.dot = self.anchor
 
     # -- the dot's iteration space --
     def setup(self):
@@ -145,27 +269,6 @@ class _Matmul(Lowering):
         self.canonical = tuple(d for d in self.out_ix if d[0] == "d")
         self.side_ix = {}
 
-    def mask_for(self, bases):
-        """The mask of a block over ``bases`` (None when only the batch, always in range)."""
-        names = [f"{b}_mask" for b in ("row", "col", "ka", "kb") if b in bases]
-        if not names:
-            return None
-        return self.em.bind(" & ".join(names)) if len(names) > 1 else names[0]
-
-    def load(self, var, index, other=False, raw=False) -> str:
-        i = self.inputs[var]
-        addr, bases = self.address(index, var.aval.shape)
-        ptr = f"in{i}" if addr == "0" else f"in{i} + {addr}"
-        mask = self.mask_for(bases)
-        if mask is None:
-            expr = f"tl.broadcast_to(tl.load({ptr}), {self.scalar_block})"
-        else:
-            expr = f"tl.load({ptr}, mask={mask}{', other=0' if other else ''})"
-        dt = var.aval.dtype
-        if not raw and rules.reg_dtype(dt) != rules.tl_dtype(dt):
-            expr += f".to({rules.reg_dtype(dt)})"
-        return self.em.bind(expr)
-
     def operand_tile(self, var, index, is_lhs: bool) -> str:
         """The tile of a dot operand (a group input, or a view such as an absorbed transpose
         of one) at ``index``, in its memory dtype, zero where masked.
@@ -192,12 +295,6 @@ class _Matmul(Lowering):
                 tile = self.em.bind(f"tl.where({k}_mask, {tile}, 0)")
         return tile
 
-    def operand_requests(self, eqn, index):
-        if eqn is self.dot:
-            raise UnsupportedError("the dot_general result is read at an index other than its "
-                                   "output tile (re-indexing a computed matmul result)")
-        return super().operand_requests(eqn, index)
-
     def reduction_error(self, eqn) -> str:
         return (f"'{eqn.primitive}' in a matmul group is not a reduction of a dot operand over "
                 "its contracting dims")
@@ -207,16 +304,12 @@ class _Matmul(Lowering):
         self.setup()
         dot, em, cfg = self.dot, self.em, self.config
         lhs, rhs = dot.invars[:2]
-        out = dot.outvars[0]
         dts = {rules.tl_dtype(lhs.aval.dtype), rules.tl_dtype(rhs.aval.dtype)}
         names = {lhs.aval.dtype.name, rhs.aval.dtype.name}
         tensor_core = names <= set(_TL_DOT)
         bm, bn, bk = matmul_blocks(self.m, self.n, self.k, cfg, tensor_core)
         self.blocks = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
-        wide = max(v.aval.size for v in (*self.group.inputs, *self.group.outputs)
-                   if type(v) is not Literal) >= 2 ** 31 - 2 * 16384
-        pid = (lambda a: f"tl.program_id({a}).to(tl.int64)") if wide else (
-            lambda a: f"tl.program_id({a})")
+        pid = self.program_id(self.is_wide())
         em.emit(f"bat = {pid(2)}")
         em.emit(f"row = {pid(0)} * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
         em.emit(f"col = {pid(1)} * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
@@ -238,22 +331,14 @@ class _Matmul(Lowering):
         if tensor_core:
             if len(dts) > 1:  # one operand dtype: the wider float
                 a, b = (em.bind(f"{t}.to(tl.float32)") for t in (a, b))
-            f32 = dts == {"tl.float32"} or len(dts) > 1  # input_precision: float32 only
-            arg = f", input_precision=\"{dot_precision(dot, cfg)}\"" if f32 else ""
-            em.emit(f"acc = tl.dot({a}, {b}, acc{arg})")
+            em.emit(self.dot_line(a, b, "float32" if len(dts) > 1 else lhs.aval.dtype.name, dot))
         else:
             em.emit(f"acc += tl.sum({a}.to({acc_t})[:, :, None] * "
                     f"{b}.to({acc_t})[None, :, :], axis=1)")
         for s in sides:
             self.accumulate_side(s, a if s["lhs"] else b)
         em.close()
-        res = "acc"
-        out_r = rules.reg_dtype(out.aval.dtype)
-        if out.aval.dtype.name == "bool":
-            res = em.bind("acc != 0")
-        elif out_r != acc_t:
-            res = em.bind(f"acc.to({out_r})")
-        em.put((out, self.out_ix), res)
+        self.put_result(acc_t)
         for s in sides:
             fields = s["fields"]
             val = self.expand(s["rule"].finish, [s["acc"]], fields)
@@ -264,20 +349,6 @@ class _Matmul(Lowering):
         self.store_outputs()
         grid = (max(1, -(-self.m // bm)), max(1, -(-self.n // bn)), self.b)
         return self.blocks, grid
-
-    def acc_dtype(self, names) -> str:
-        if names <= set(_TL_DOT):
-            return "tl.float32"
-        for n in names:
-            rules.dtype_class(n)  # unsupported dtypes raise
-        if "float64" in names:
-            return "tl.float64"
-        if names & {"int64", "uint64"}:
-            return "tl.int64" if "int64" in names else "tl.uint64"
-        if any(n.startswith("uint") for n in names) and not any(
-                n.startswith("int") for n in names):
-            return "tl.uint32"
-        return "tl.int32"
 
     # -- side reductions: an operand reduced over its contracting dims --
     def side_reductions(self):
@@ -321,28 +392,6 @@ class _Matmul(Lowering):
         if var is self.dot.outvars[0]:
             return self.out_ix
         return self.side_ix.get(var)
-
-    def store_outputs(self):
-        g, later = self.group, []
-        for j, out in enumerate(g.outputs):
-            index = self.natural_index(out, use_seen=False)
-            if index is None:
-                later.append((j, out))
-            else:
-                self.store_at(j, out, index)
-        for j, out in later:
-            index = self.natural_index(out, use_seen=True)
-            if index is None:
-                raise UnsupportedError(f"matmul group output {out.aval.str_short()} has no index "
-                                       "in the output tile")
-            self.store_at(j, out, index)
-
-    def store_at(self, j, out, index):
-        # the pointer is a [BLOCK_M, BLOCK_N] block: lanes outside the output tile never
-        # store, and a smaller output is written once (its missing digits are 0)
-        mask = self.partial_mask(index, self.mask_for({"row", "col"}), ("row", "col", "bat"))
-        self.store(j, out, index, self.block_address(index, out.aval.shape, ("row", "col")),
-                   mask)
 
 
 def generate_matmul(group: FusionGroup, config: KernelConfig | None = None) -> KernelSource:

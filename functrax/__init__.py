@@ -33,11 +33,11 @@ from functrax.runtime.devices import (  # noqa: F401
 )
 # transforms and control flow (their rule modules fill the transforms' tables)
 from functrax.transforms import (  # noqa: F401
-    block_until_ready, checkpoint, checkpoint_policies, clear_caches, custom_jvp, custom_vjp,
-    disable_jit,
-    grad, hessian, jacfwd, jacrev, jit, jvp, linear_transpose, linearize, remat,
-    value_and_grad, vjp, vmap,
+    block_until_ready, checkpoint, checkpoint_policies, clear_caches, closure_convert,
+    custom_gradient, custom_jvp, custom_vjp, disable_jit, fwd_and_bwd, grad, hessian, jacfwd,
+    jacobian, jacrev, jit, jvp, linear_transpose, linearize, remat, value_and_grad, vjp, vmap,
 )
+from functrax.dtypes import float0  # noqa: F401
 from functrax.transforms.pmap import pmap  # noqa: F401
 from functrax import control_flow as _control_flow  # noqa: F401
 # the public modules
@@ -45,6 +45,7 @@ from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
 from functrax import flatten_util  # noqa: F401
 from functrax import image, scipy  # noqa: F401
 from functrax import errors, typing  # noqa: F401
+from functrax import ad_checkpoint, custom_derivatives, extend, interpreters, stages  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 # debugging: host callbacks, debug.print/callback/breakpoint, config context managers
 from functrax import debug, experimental  # noqa: F401

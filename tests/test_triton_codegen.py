@@ -153,6 +153,7 @@ def _lax_programs():
           for y in (0, 2, 3, 5, -1, -2)],
         ("stop_gradient", lambda x: lax.stop_gradient(x) + x, (SPECIAL,)),
         ("copy", lambda x: P.copy_p.bind(x) * 2.0, (SPECIAL,)),
+        ("name", lambda x: P.name_p.bind(x, name="h") * 2.0, (SPECIAL,)),
         *[(f"{n}_f32_binary", bcast(getattr(lax, n)), (SPECIAL[:, :1], SPECIAL[:1, :]))
           for n in ("add", "sub", "mul", "div", "rem", "max", "min", "eq", "ne", "lt", "le", "gt",
                     "ge")],

@@ -7,3 +7,4 @@ the public functions.
 from functrax.control_flow import cond_rules as _cond_rules  # noqa: F401
 from functrax.control_flow import loops_rules as _loops_rules  # noqa: F401
 from functrax.control_flow import scan_rules as _scan_rules  # noqa: F401
+from functrax.control_flow import linear_solve as _linear_solve  # noqa: F401

@@ -266,6 +266,29 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
 
+    @classmethod
+    def like(cls, x) -> ShapeDtypeStruct:
+        """The ``ShapeDtypeStruct`` of an array (or of anything with ``shape``/``dtype``).
+
+        >>> ShapeDtypeStruct.like(np.zeros((2, 3), np.int32))
+        ShapeDtypeStruct(shape=(2, 3), dtype=int32)
+        """
+        if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
+            return cls(x.shape, x.dtype, bool(getattr(x, "weak_type", False)))
+        aval = core.get_aval(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
+    def update(self, **kwargs) -> ShapeDtypeStruct:
+        """A copy with ``shape`` / ``dtype`` / ``weak_type`` replaced."""
+        d = dict(shape=self.shape, dtype=self.dtype, weak_type=self.weak_type)
+        unknown = set(kwargs) - set(d) - {"sharding"}
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        kwargs.pop("sharding", None)
+        d.update(kwargs)
+        return ShapeDtypeStruct(**d)
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)

@@ -77,6 +77,7 @@ from functrax.primitives.fft import FftType, fft, fft_p
 from functrax.control_flow.cond import cond, cond_p, switch
 from functrax.control_flow.loops import fori_loop, while_loop, while_p
 from functrax.control_flow.scan import map, scan
+from functrax.control_flow.linear_solve import custom_linear_solve, custom_root
 from functrax.control_flow.associative_scan import associative_scan, platform_dependent
 from functrax.lax import linalg
 

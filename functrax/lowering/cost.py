@@ -164,7 +164,8 @@ cost_rules.update({
     P.scatter_min_p: _scatter_combine_cost, P.scatter_max_p: _scatter_combine_cost,
     P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost, P.top_k_p: _sort_cost,
     # identities and data movement: no arithmetic
-    P.copy_p: _free, P.stop_gradient_p: _free, P.axis_index_p: _free, P.all_gather_p: _free,
+    P.copy_p: _free, P.stop_gradient_p: _free, P.name_p: _free, P.axis_index_p: _free,
+    P.all_gather_p: _free,
     P.ppermute_p: _free, P.all_to_all_p: _free,
     P.attention_p: _attention_cost, P.fft_p: _fft_cost,
 })
@@ -229,6 +230,16 @@ def _while_cost(eqn):  # the trip count is unknown: one test and one body, as XL
     return cond["flops"] + body["flops"], cond["transcendentals"] + body["transcendentals"]
 
 
+def _linear_call_cost(eqn):  # the callee (the transpose runs only when transposed)
+    c = cost_analysis(eqn.params["callee"])
+    return c["flops"], c["transcendentals"]
+
+
+def _linear_solve_cost(eqn):  # the solve function (the others serve transformations)
+    c = cost_analysis(eqn.params["jaxprs"].solve)
+    return c["flops"], c["transcendentals"]
+
+
 def _pmap_cost(eqn):  # every replica runs the body
     c = cost_analysis(eqn.params["call_jaxpr"])
     n = eqn.params["axis_size"]
@@ -236,7 +247,8 @@ def _pmap_cost(eqn):  # every replica runs the body
 
 
 cost_rules.update({P.cond_p: _cond_cost, P.scan_p: _scan_cost, P.while_p: _while_cost,
-                   P.xla_pmap_p: _pmap_cost})
+                   P.xla_pmap_p: _pmap_cost, P.linear_call_p: _linear_call_cost,
+                   P.custom_linear_solve_p: _linear_solve_cost})
 
 
 # --- fused programs: one kernel per fusion group ---

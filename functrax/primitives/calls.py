@@ -1,6 +1,7 @@
 """Call-like primitives, each holding a sub-jaxpr: ``jit`` (a compiled call),
 ``custom_jvp_call`` / ``custom_vjp_call`` / ``custom_lin`` (user-defined derivatives),
-``remat2`` (``checkpoint``) and ``xla_pmap`` (a call mapped over devices). Only their
+``remat2`` (``checkpoint``), ``linear_call`` (a linear function with a custom transpose)
+and ``xla_pmap`` (a call mapped over devices). Only their
 abstract evaluation lives here; the transforms that bind them are in
 ``functrax/transforms/``, their backend rules in ``functrax/lowering/``.
 """
@@ -15,6 +16,7 @@ custom_vjp_call_p = new_primitive("custom_vjp_call", multiple_results=True, fami
 custom_lin_p = new_primitive("custom_lin", multiple_results=True, family=Family.CALL)
 remat_p = new_primitive("remat2", multiple_results=True, family=Family.CALL)
 xla_pmap_p = new_primitive("xla_pmap", multiple_results=True, family=Family.CALL)
+linear_call_p = new_primitive("linear_call", multiple_results=True, family=Family.CALL)
 
 # --- jit ---
 
@@ -51,6 +53,22 @@ custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 
 
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
+
+
+@linear_call_p.def_abstract_eval
+def _linear_call_abstract_eval(*avals, callee, transpose, num_callee_consts,
+                               num_transpose_consts, num_res):
+    """``callee``'s outputs; the operands are the consts of ``callee`` and of ``transpose``,
+    then the residuals and the linear operands (``callee`` takes all but the transpose's)."""
+    ins = avals[:num_callee_consts] + avals[num_callee_consts + num_transpose_consts:]
+    inner = callee.in_avals
+    if len(ins) != len(inner) or any((a.shape, a.dtype) != (b.shape, b.dtype)
+                                     for a, b in zip(ins, inner)):
+        got = ", ".join(a.str_short() for a in ins)
+        want = ", ".join(b.str_short() for b in inner)
+        raise TypeError(f"linear_call: operands ({got}) do not match the callee's inputs "
+                        f"({want})")
+    return list(callee.out_avals)
 
 
 # --- pmap: the per-device avals drop the mapped axis ---
@@ -90,5 +108,6 @@ def _pmap_abstract_eval(*avals, call_jaxpr, axis_size, in_axes, out_axes, name, 
 
 __all__ = [
     "jit_p", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "remat_p", "xla_pmap_p",
+    "linear_call_p",
     "unmapped_aval", "mapped_aval",
 ]

@@ -6,6 +6,8 @@ and the transformation rules are in ``functrax/control_flow/``, the backends' ru
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from functrax.core import typematch
@@ -121,6 +123,43 @@ def _expect(what, got, want):
 
 scan_p.def_abstract_eval(_scan_abstract_eval)
 
+
+# --- custom_linear_solve: a linear solve with user-given solvers (lax.custom_linear_solve) ---
+
+custom_linear_solve_p = new_primitive("custom_linear_solve", multiple_results=True,
+                                      family=Family.CONTROL_FLOW)
+
+
+class LinearSolveTuple(NamedTuple):
+    """One entry per function of a ``custom_linear_solve`` (its jaxprs, or its numbers of
+    consts); ``vecmat`` / ``transpose_solve`` may be None."""
+    matvec: Any
+    vecmat: Any
+    solve: Any
+    transpose_solve: Any
+
+    def transpose(self) -> LinearSolveTuple:
+        return LinearSolveTuple(self.vecmat, self.matvec, self.transpose_solve, self.solve)
+
+
+def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
+    n_consts = sum(const_lengths)
+    b = avals[n_consts:]
+    solve = jaxprs.solve
+    n_x = len(jaxprs.matvec.out_avals)
+    if len(b) != n_x:
+        raise TypeError(f"custom_linear_solve: {len(b)} right-hand side operands for a "
+                        f"matvec with {n_x} outputs")
+    for i, (a, m) in enumerate(zip(b, jaxprs.matvec.out_avals)):
+        if not typematch(a, m):
+            raise TypeError(f"custom_linear_solve: b operand {i} has type {a.str_short()} but "
+                            f"matvec returns {m.str_short()}")
+    return list(solve.out_avals)
+
+
+custom_linear_solve_p.def_abstract_eval(_linear_solve_abstract_eval)
+
 __all__ = [
-    "cond_p", "while_p", "scan_p", "avals_str", "types_str", "split_at",
+    "cond_p", "while_p", "scan_p", "custom_linear_solve_p", "LinearSolveTuple", "avals_str",
+    "types_str", "split_at",
 ]

@@ -27,7 +27,7 @@ from functrax.scipy.special_gamma import digamma, gamma, gammasgn
 from functrax.scipy.special_info import const, promote
 from functrax.transforms.custom_derivatives import custom_jvp
 from functrax.transforms.grad import jvp
-from functrax.transforms.jvp import Zero
+from functrax.transforms.symbolic_zeros import SymbolicZero as Zero  # as JAX, rules get these
 
 __all__ = ["hyp1f1", "hyp2f1"]
 

@@ -9,8 +9,9 @@ from functrax.transforms import ad_rules_structural as _ad_rules_structural  # n
 from functrax.transforms import ad_rules_indexing as _ad_rules_indexing  # noqa: F401
 from functrax.transforms import special_rules as _special_rules  # noqa: F401
 from functrax.transforms.grad import (  # noqa: F401
-    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp,
+    fwd_and_bwd, grad, jvp, linear_transpose, linearize, value_and_grad, vjp,
 )
+from functrax.transforms.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 from functrax.transforms.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401,E402
 from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401,E402
 from functrax.transforms import batching_rules as _batching_rules  # noqa: F401,E402
@@ -27,3 +28,5 @@ from functrax.transforms import window_rules as _window_rules  # noqa: F401,E402
 from functrax.transforms import callback_rules as _callback_rules  # noqa: F401,E402
 from functrax.transforms import linalg_rules_more as _linalg_rules_more  # noqa: F401,E402
 from functrax.transforms import fft_rules as _fft_rules  # noqa: F401,E402
+from functrax.transforms.linear_call import linear_call  # noqa: F401,E402
+from functrax.transforms.custom_gradient import closure_convert, custom_gradient  # noqa: F401,E402

@@ -144,11 +144,11 @@ vmap_rules[custom_jvp_call_p] = _custom_jvp_call_vmap
 
 
 def _batched_fwd(fwd, axis, in_dims, out):
-    def batched_fwd(*primals):
+    def batched_fwd(*primals, perturbed=None):
         box = []
 
         def f(ins):
-            outs, res, res_tree = fwd(*ins)
+            outs, res, res_tree = fwd(*ins, perturbed=perturbed)
             box.append((len(outs), res_tree))
             return list(outs) + list(res)
         pairs = _call_batched(axis, f, list(primals), list(in_dims))
@@ -198,7 +198,7 @@ vmap_rules[custom_vjp_call_p] = _custom_vjp_call_vmap
 # --- custom_lin (the linear part of a custom_vjp under JVP) ---
 
 
-def _custom_lin_vmap(axis, vals, dims, *, num_res, bwd, out_avals, name):
+def _custom_lin_vmap(axis, vals, dims, *, num_res, bwd, out_avals, symbolic_zeros, name):
     # the outputs' batching is only known to bwd, which runs later: batch them all (axis 0)
     res_dims, lin_dims = dims[:num_res], dims[num_res:]
     new_avals = tuple(a.update(shape=(axis.size,) + tuple(a.shape)) for a in out_avals)
@@ -211,7 +211,7 @@ def _custom_lin_vmap(axis, vals, dims, *, num_res, bwd, out_avals, name):
         return [_match_or_sum(axis.size, c, d, want) for (c, d), want in zip(pairs, lin_dims)]
     batched_bwd.__name__ = fun_name(bwd)
     outs = custom_lin_p.bind(*vals, num_res=num_res, bwd=batched_bwd, out_avals=new_avals,
-                             name=name)
+                             symbolic_zeros=symbolic_zeros, name=name)
     return outs, [0] * len(outs)
 
 

@@ -9,11 +9,14 @@ the transpose of the unknown part redoes the recomputation inside the backward p
 from __future__ import annotations
 
 import functools
+import types
+from typing import NamedTuple
 
 from functrax import core
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr
 from functrax.primitives.calls import remat_p
+from functrax.primitives.names import name_p
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.call_util import eval_closed, trace_subjaxpr
 from functrax.transforms.jvp import Zero, instantiate, jvp_rules
@@ -22,30 +25,171 @@ from functrax.transforms.transpose import backward_pass, is_undefined, transpose
 from functrax.tree_util import tree_unflatten
 
 
+class RecomputeType:
+    """The type of :data:`Recompute`."""
 
-class checkpoint_policies:
-    """Which intermediates the forward pass may save (``policy(prim, *avals, **params)``)."""
+    def __repr__(self):
+        return "Recompute"
 
-    @staticmethod
-    def nothing_saveable(prim, *_, **__):
-        return False
 
-    @staticmethod
-    def everything_saveable(prim, *_, **__):
+class SaveableType:
+    """The type of :data:`Saveable`."""
+
+    def __repr__(self):
+        return "Saveable"
+
+
+#: a policy's answer: recompute this value in the backward pass (as ``False``)
+Recompute = RecomputeType()
+#: a policy's answer: save this value for the backward pass (as ``True``)
+Saveable = SaveableType()
+
+
+class Offloadable(NamedTuple):
+    """A policy's answer: save this value in memory space ``dst`` (moved from ``src``).
+
+    functrax runs on one host memory: an offloadable value is simply saved (as
+    :data:`Saveable`); ``src``/``dst`` (e.g. ``"device"``/``"pinned_host"``) are kept for
+    JAX compatibility only.
+    """
+    src: str
+    dst: str
+
+
+def _is_dot(prim):
+    return prim is P.dot_general_p
+
+
+def _no_batch_dims(params) -> bool:
+    (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
+    return not lhs_b and not rhs_b
+
+
+def everything_saveable(*_, **__) -> bool:
+    """The default strategy, as if ``checkpoint`` were not used at all."""
+    return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+    """Rematerialize everything (the policy of ``checkpoint`` without one)."""
+    return False
+
+
+def dots_saveable(prim, *_, **__) -> bool:
+    """Save the results of matrix multiplications and convolutions."""
+    return prim is P.dot_general_p or prim is P.conv_general_dilated_p
+
+
+def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+    """Save the results of matrix multiplications without batch dimensions (a useful
+    heuristic for transformers)."""
+    return _is_dot(prim) and _no_batch_dims(params)
+
+
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+    """As ``dots_with_no_batch_dims_saveable``, but offloaded to ``offload_dst`` (saved:
+    functrax has one host memory)."""
+    def policy(prim, *_, **params):
+        if _is_dot(prim) and _no_batch_dims(params):
+            return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+    return policy
+
+
+def _named(prim, params):
+    return params["name"] if prim is name_p else None
+
+
+def save_anything_except_these_names(*names_not_to_save):
+    """Save any values (named or not) except the named ones among the names given."""
+    names = frozenset(names_not_to_save)
+
+    def policy(prim, *_, **params):
+        if prim is name_p:
+            return params["name"] not in names
         return True
+    return policy
 
-    @staticmethod
-    def dots_saveable(prim, *_, **__):
-        return prim is P.dot_general_p or prim is P.conv_general_dilated_p
 
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *_, **params):
-        if prim is not P.dot_general_p:
-            return False
-        (_, _), (lb, _) = params["dimension_numbers"]
-        return not lb
+def save_any_names_but_these(*names_not_to_save):
+    """Save only named values, excluding the names given."""
+    names = frozenset(names_not_to_save)
 
-    checkpoint_dots = dots_saveable
+    def policy(prim, *_, **params):
+        return prim is name_p and params["name"] not in names
+    return policy
+
+
+def save_only_these_names(*names_which_can_be_saved):
+    """Save only named values, and only among the names given."""
+    names = frozenset(names_which_can_be_saved)
+
+    def policy(prim, *_, **params):
+        return prim is name_p and params["name"] in names
+    return policy
+
+
+def save_from_both_policies(policy_1, policy_2):
+    """Save what either policy saves (both must answer booleans).
+
+    Raises:
+      ValueError: (from the policy) when a policy answers something else than a bool.
+    """
+    def policy(prim, *args, **params):
+        out1 = policy_1(prim, *args, **params)
+        out2 = policy_2(prim, *args, **params)
+        if not (isinstance(out1, bool) and isinstance(out2, bool)):
+            raise ValueError("The return value of the policies should be a boolean. Got: "
+                             f"{out1} and {out2}. Please write a custom policy function "
+                             "directly, rather than using this helper function.")
+        return out1 or out2
+    return policy
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                       names_which_can_be_offloaded, offload_src, offload_dst):
+    """Save the values named in ``names_which_can_be_saved``, offload those named in
+    ``names_which_can_be_offloaded`` (saved too: one host memory), recompute the rest.
+
+    Raises:
+      ValueError: when the two name sets intersect.
+    """
+    saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+    both = saved & offloaded
+    if both:
+        raise ValueError("The names should be exclusive and should not intersect in "
+                         "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+                         f"names_which_can_be_saved={saved}, names_which_can_be_offloaded="
+                         f"{offloaded} and the intersection={both}")
+
+    def policy(prim, *_, **params):
+        name = _named(prim, params)
+        if name in saved:
+            return Saveable
+        if name in offloaded:
+            return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+    return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_only_these_names=save_only_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+)
+checkpoint_policies.__doc__ = ("Which intermediates the forward pass of a ``checkpoint`` "
+                               "function may save: ``policy(prim, *avals, **params)`` returns "
+                               "a bool, :data:`Saveable`, :data:`Recompute` or an "
+                               ":class:`Offloadable`.")
 
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
@@ -83,10 +227,24 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
 remat = checkpoint
 
 
+def _decision(answer) -> bool:
+    """A policy's answer as "save it": bools, Saveable and Offloadable (saved: one host
+    memory) or Recompute."""
+    if isinstance(answer, bool):
+        return answer
+    if answer is Saveable or isinstance(answer, Offloadable):
+        return True
+    if answer is Recompute:
+        return False
+    raise TypeError(f"checkpoint policy returned {answer!r}: expected a bool, "
+                    "checkpoint_policies' Saveable / Recompute or an Offloadable")
+
+
 def _saveable(policy):
     if policy is None:
         return lambda eqn: False
-    return lambda eqn: bool(policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params))
+    return lambda eqn: _decision(policy(eqn.primitive, *[v.aval for v in eqn.invars],
+                                        **eqn.params))
 
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
@@ -137,5 +295,12 @@ def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
     return [next(outs) if is_undefined(a) else None for a in args]
 
 
+def _name_jvp(primals, tangents, *, name):
+    # the primal is named (policies see it); its tangent is not
+    (x,), (t,) = primals, tangents
+    return name_p.bind(x, name=name), t
+
+
 jvp_rules[remat_p] = _remat_jvp
+jvp_rules[name_p] = _name_jvp
 transpose_rules[remat_p] = _remat_transpose

@@ -23,6 +23,7 @@ from functrax.core.tracing import fun_name
 from functrax.transforms.call_util import trace_subjaxpr
 from functrax.transforms.jvp import JVPTrace, Zero, instantiate, jvp_rules, tangent_aval
 from functrax.transforms.partial_eval import PartialEvalTrace, partial_eval_rules
+from functrax.transforms.symbolic_zeros import CustomVJPPrimal, SymbolicZero, from_user, to_user
 from functrax.transforms.transpose import is_undefined, transpose_rules
 from functrax.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
@@ -39,11 +40,25 @@ def _resolve_args(fun, args, kwargs):
     return tuple(bound.args) + tuple(bound.kwargs.values())
 
 
+def _nondiff_positions(fun, nondiff_argnums, nondiff_argnames) -> tuple:
+    """``nondiff_argnums`` joined with the positions of ``nondiff_argnames`` (sorted)."""
+    nums = set(nondiff_argnums)
+    if nondiff_argnames:
+        names = (nondiff_argnames,) if isinstance(nondiff_argnames, str) else nondiff_argnames
+        params = list(inspect.signature(fun).parameters)
+        for n in names:
+            if n not in params:
+                raise ValueError(f"nondiff_argnames: {n!r} is not a parameter of "
+                                 f"{fun_name(fun)} (parameters: {params})")
+            nums.add(params.index(n))
+    return tuple(sorted(nums))
+
+
 class _CustomBase:
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
 
     def _split(self, args):
         nondiff = {i % len(args): args[i] for i in self.nondiff_argnums}
@@ -106,19 +121,31 @@ class custom_jvp(_CustomBase):
     Array(1., dtype=float32, weak_type=True)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self.symbolic_zeros = False
 
     def defjvp(self, jvp, symbolic_zeros=False):
-        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``."""
+        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (out, tangent_out)``.
+
+        With ``symbolic_zeros=True`` the tangent of each input that is not differentiated is
+        a :class:`~functrax.custom_derivatives.SymbolicZero`, and the rule may return
+        ``SymbolicZero`` tangents. Returns ``jvp`` (usable as a decorator).
+        """
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps):
-        """One rule per argument, ``fn(t, ans, *primals) -> contribution`` (None: zero)."""
+        """One rule per argument, ``fn(t, ans, *primals) -> contribution`` (None: zero).
+
+        Raises:
+          TypeError: with ``nondiff_argnums`` (as JAX).
+        """
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
         def jvp(primals, tangents):
             ans = self(*primals)
             out = None
@@ -167,6 +194,7 @@ class custom_jvp(_CustomBase):
         out, t_out = res
         out_l, o_tree = tree_flatten(out)
         t_l, t_tree = tree_flatten(t_out)
+        t_l = [from_user(t) for t in t_l]
         want = o_tree if out_tree is None else out_tree
         if o_tree != want or t_tree != want:
             what = "the function's output" if out_tree is not None else "its primal output"
@@ -179,7 +207,7 @@ class custom_jvp(_CustomBase):
 
     def _jvp_direct(self, nd_vals, in_tree, pairs):
         primals = [p for p, _ in pairs]
-        ts = [t if self.symbolic_zeros else instantiate(t) for _, t in pairs]
+        ts = [to_user(t, self.symbolic_zeros) for _, t in pairs]
         return self._run_rule(nd_vals, in_tree, primals, ts)
 
 
@@ -221,9 +249,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
                          name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         _closure_tangent_error("custom_jvp", name)
-    ts = tangents[num_consts:]
-    if not symbolic_zeros:
-        ts = [instantiate(t) for t in ts]
+    ts = [to_user(t, symbolic_zeros) for t in tangents[num_consts:]]
     outs, t_outs = jvp(primals[num_consts:], ts)
     return outs, list(t_outs)
 
@@ -256,13 +282,33 @@ class custom_vjp(_CustomBase):
     Array(1., dtype=float32, weak_type=True)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = self.bwd = None
         self.symbolic_zeros = False
+        self.optimize_remat = False
 
-    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        """Set the rules: ``fwd(*args) -> (out, residuals)``, ``bwd(*nondiff_args,
+        residuals, ct_out) ->`` one cotangent (or None) per differentiable argument.
+
+        Args:
+          symbolic_zeros: ``fwd`` gets a :class:`~functrax.custom_derivatives.CustomVJPPrimal`
+            (``value``, ``perturbed``) per input leaf, and ``bwd`` a
+            :class:`~functrax.custom_derivatives.SymbolicZero` for each zero output
+            cotangent; ``bwd`` may return ``SymbolicZero`` or None.
+          optimize_remat: accepted as JAX's experimental flag; functrax's ``checkpoint``
+            already recomputes a custom_vjp call through its ``fwd`` rule, so the values
+            are the same either way.
+
+        Raises:
+          NotImplementedError: for ``symbolic_zeros`` with ``optimize_remat`` (as JAX).
+        """
+        if symbolic_zeros and optimize_remat:
+            raise NotImplementedError("remat optimization for custom_vjp does not support "
+                                      "symbolic zeros")
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self.optimize_remat = optimize_remat
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -286,8 +332,12 @@ class custom_vjp(_CustomBase):
         output tree, or None (when it was not traced): then ``fwd``'s output sets it."""
         fwd, bwd, name = self.fwd, self.bwd, fun_name(self.fun)
         in_avals = [core.get_aval(x) for x in flat]
+        symbolic = self.symbolic_zeros
 
-        def flat_fwd(*primals):
+        def flat_fwd(*primals, perturbed=None):
+            if symbolic:
+                flags = [True] * len(primals) if perturbed is None else perturbed
+                primals = [CustomVJPPrimal(p, bool(f)) for p, f in zip(primals, flags)]
             res = fwd(*nd_vals, *tree_unflatten(in_tree, list(primals)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule {fun_name(fwd)} for function {name} must "
@@ -304,6 +354,7 @@ class custom_vjp(_CustomBase):
             return out_l, res_l, res_tree
 
         def flat_bwd(res_tree, res_l, cts):
+            cts = [to_user(c, symbolic) for c in cts]
             cts_in = bwd(*nd_vals, tree_unflatten(res_tree, list(res_l)),
                          tree_unflatten(out_tree_box[0], list(cts)))
             n_diff = len(tree_unflatten(in_tree, [None] * in_tree.num_leaves))
@@ -314,6 +365,15 @@ class custom_vjp(_CustomBase):
                                 f"produce a tuple of length equal to the number of "
                                 f"differentiable primal inputs ({n_diff}), but got {got}.")
             ct_l, ct_tree = _flatten_cts(cts_in, in_tree, bwd, name)
+            for c, a in zip(ct_l, in_avals):
+                if type(c) is SymbolicZero and c.aval.shape != a.shape:
+                    raise ValueError("Custom VJP bwd rule produced a SymbolicZero with a "
+                                     "shape/dtype that does not match the corresponding input "
+                                     f"tangent shape/dtype: the SymbolicZero had shape/dtype "
+                                     f"{c.aval.str_short()} while the corresponding input had "
+                                     f"shape/dtype {a.str_short()}. Consider just returning a "
+                                     "None here instead of a SymbolicZero object.")
+            ct_l = [None if type(c) is SymbolicZero else c for c in ct_l]
             for c, a in zip(ct_l, in_avals):
                 if c is not None and core.get_aval(c).shape != a.shape:
                     raise ValueError(f"Custom VJP bwd rule {fun_name(bwd)} for function {name} "
@@ -328,7 +388,7 @@ class custom_vjp(_CustomBase):
         box = [None]
         flat_fwd, flat_bwd = self._flat_rules(nd_vals, in_tree, primals, box)
         outs, t_outs = _vjp_lin(flat_fwd, flat_bwd, primals, [t for _, t in pairs],
-                                fun_name(self.fun))
+                                fun_name(self.fun), self.symbolic_zeros)
         return outs, t_outs, box[0]
 
 
@@ -354,24 +414,26 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
                          name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         _closure_tangent_error("custom_vjp", name)
-    return _vjp_lin(fwd, bwd, primals[num_consts:], tangents[num_consts:], name)
+    return _vjp_lin(fwd, bwd, primals[num_consts:], tangents[num_consts:], name,
+                    symbolic_zeros)
 
 
-def _vjp_lin(fwd, bwd, primals, tangents, name):
+def _vjp_lin(fwd, bwd, primals, tangents, name, symbolic_zeros=False):
     """``fwd`` on the primals, and the tangent outputs as ``custom_lin`` (transposed by bwd)."""
-    outs, res_l, res_tree = fwd(*primals)
+    outs, res_l, res_tree = fwd(*primals, perturbed=[type(t) is not Zero for t in tangents])
     ts = [instantiate(t) for t in tangents]
     out_avals = tuple(tangent_aval(core.get_aval(o)) for o in outs)
     t_outs = custom_lin_p.bind(*res_l, *ts, num_res=len(res_l),
                                bwd=functools.partial(bwd, res_tree), out_avals=out_avals,
-                               name=name)
+                               symbolic_zeros=symbolic_zeros, name=name)
     return outs, t_outs
 
 
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros, name):
+    # zero cotangents reach the bwd rule as Zero: it instantiates them or passes them to the
+    # user's rule as SymbolicZero (symbolic_zeros)
     res = args[:num_res]
-    cts = [instantiate(c) for c in cts]
-    cts_in = bwd(res, cts)
+    cts_in = bwd(res, list(cts))
     lin = args[num_res:]
     out = [None] * num_res
     for c, a in zip(cts_in, lin):

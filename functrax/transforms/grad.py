@@ -1,5 +1,7 @@
-"""The differentiation API over pytrees: jvp, linearize, vjp, grad, value_and_grad, jacfwd,
-jacrev, hessian, linear_transpose."""
+"""The differentiation API over pytrees: jvp, linearize, vjp, grad, value_and_grad,
+fwd_and_bwd, linear_transpose (the Jacobians are in ``jacobians.py``, the dtype rules of
+``holomorphic`` / ``allow_int`` in ``holomorphic.py``, the returned pytree functions in
+``vjp_function.py``)."""
 from __future__ import annotations
 
 import functools
@@ -10,9 +12,11 @@ import numpy as np
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.transforms.ad import jvp_flat, linearize_flat
+from functrax.transforms import holomorphic as H
 from functrax.transforms.jvp import Zero, instantiate, tangent_aval
-from functrax.core.tracing import fun_name
-from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
+from functrax.transforms.vjp_function import make_linearized, make_vjp
+from functrax.core.tracing import _leaf_aval, fun_name, fun_source
+from functrax.tree_util import Partial, tree_flatten, tree_leaves, tree_unflatten
 
 
 class _OutInfo:
@@ -100,18 +104,27 @@ def jvp(fun, primals, tangents, has_aux=False):
     return res + (aux,) if has_aux else res
 
 
-def _argnums_split(fun_label, args, argnums):
+def argnums_split(fun_label, args, argnums):
+    """The positions ``argnums`` selects among ``args`` (normalized, in order).
+
+    Raises:
+      TypeError: JAX's message when ``argnums`` refers to a positional argument the caller
+        did not pass.
+    """
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums and not isinstance(argnums, int):
         raise ValueError(f"{fun_label}: argnums must not be empty")
-    for i in nums:
-        if not -len(args) <= i < len(args):
-            raise ValueError(f"{fun_label}: argnums={argnums} refers to argument {i}, but the "
-                             f"function was called with only {len(args)} positional arguments")
-    return [operator.index(i) % len(args) for i in nums]
+    nums = tuple(operator.index(i) for i in nums)
+    top = max(nums)
+    if top >= len(args) or min(nums) < -len(args):
+        need = top + 1 if top >= 0 else -min(nums)
+        raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                        f"{need} positional arguments to be passed by the caller, but got only "
+                        f"{len(args)} positional arguments.")
+    return [i % len(args) for i in nums]
 
 
-def _partial_in(fun, args, nums):
+def partial_in(fun, args, nums):
     """``fun`` as a function of the arguments at positions ``nums`` only."""
     def f(*dyn):
         full = list(args)
@@ -121,113 +134,105 @@ def _partial_in(fun, args, nums):
     return f
 
 
+def _fun_src(fun) -> str:
+    src = fun_source(fun)
+    return f"{fun_name(fun)} at {src}" if src else fun_name(fun)
+
+
 def linearize(fun, *primals, has_aux=False):
-    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` applies the linearization."""
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` applies the linearization.
+
+    ``f_jvp`` is a :class:`~functrax.tree_util.Partial` whose leaves are the residuals (it can
+    cross ``jit`` boundaries); integer inputs take float0 tangents. ``f_jvp.out_nzs`` says
+    which outputs have a non-zero tangent.
+
+    Raises:
+      TypeError / ValueError: (from ``f_jvp``) tangents whose structure or types do not
+        match the primals.
+
+    >>> import functrax.numpy as fnp
+    >>> y, f_jvp = linearize(fnp.sin, 0.0)
+    >>> f_jvp(2.0)
+    Array(2., dtype=float32)
+    """
     leaves, in_tree = tree_flatten(primals)
     info = _OutInfo()
     outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, info), leaves)
     outs, aux = info.split(outs)
-
-    def f_jvp(*tangents):
-        t_leaves, t_tree = tree_flatten(tangents)
-        if t_tree != in_tree:
-            raise TypeError(f"linearized function called with tangents of structure {t_tree}, "
-                            f"expected {in_tree}")
-        return tree_unflatten(info.out_tree, linear(*t_leaves)[:info.n_out])
+    f_jvp = make_linearized(linear, in_tree, info.out_tree, info.n_out,
+                            [core.get_aval(x) for x in leaves])
     out = tree_unflatten(info.out_tree, outs)
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(cotangent) -> tuple of input cotangents``.
+
+    ``vjp_fn`` is a :class:`~functrax.transforms.vjp_function.VJP`: a pytree whose leaves are
+    the residuals, so it can be passed to and returned from jitted functions. Integer and
+    boolean inputs get float0 cotangents.
+
+    Raises:
+      ValueError: (from ``vjp_fn``) a cotangent whose structure or types do not match the
+        output (JAX's messages).
 
     >>> import functrax.numpy as fnp
     >>> y, f_vjp = vjp(fnp.sin, 0.0)
     >>> f_vjp(1.0)
     (Array(1., dtype=float32, weak_type=True),)
     """
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     leaves, in_tree = tree_flatten(primals)
     info = _OutInfo()
     outs, linear = linearize_flat(_flat_fun(fun, in_tree, has_aux, info), leaves)
-    aux_zeros = [Zero(tangent_aval(core.get_aval(a))) for a in outs[info.n_out:]]
     outs, aux = info.split(outs)
-    out_tree = info.out_tree
-    out_avals = [core.get_aval(o) for o in outs]
-    in_avals = [core.get_aval(x) for x in leaves]
-
-    def vjp_fn(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"vjp function of {fun_name(fun)} was called with a cotangent of "
-                            f"structure {ct_tree}, but the function's output has structure "
-                            f"{out_tree}")
-        for c, a in zip(ct_leaves, out_avals):
-            ca = core.get_aval(c)
-            if ca.shape != a.shape or (ca.dtype != tangent_aval(a).dtype and not (
-                    ca.weak_type and dtypes.is_inexact(ca.dtype))):
-                raise ValueError(f"vjp function of {fun_name(fun)}: cotangent of type "
-                                 f"{ca.str_short()} does not match the output type "
-                                 f"{tangent_aval(a).str_short()}")
-        cts = linear.transpose(list(ct_leaves) + aux_zeros)
-        return tree_unflatten(in_tree, [_like_input(_zeros_for(c), a)
-                                        for c, a in zip(cts, in_avals)])
-
-    out = tree_unflatten(out_tree, outs)
-    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
-
-
-def _like_input(ct, aval):
-    """A cotangent with its input's dtype and weak type (as JAX returns them)."""
-    ca = core.get_aval(ct)
-    if ca.dtype == dtypes.float0 or (ca.dtype == aval.dtype and ca.weak_type == aval.weak_type):
-        return ct
-    if ca.dtype != tangent_aval(aval).dtype:
-        return ct
-    return P.convert_element_type(ct, aval.dtype, aval.weak_type)
-
-
-def _check_grad_input(x, allow_int, label):
-    dt = core.get_aval(x).dtype
-    if not dtypes.is_inexact(dt) and not allow_int:
-        raise TypeError(f"{label} requires real- or complex-valued inputs (input dtype that is a "
-                        f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
-                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
-
-
-def _check_scalar_output(out, label):
-    aval = core.get_aval(out)
-    if aval.shape != ():
-        raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
-                        f"{aval.shape}.")
-    if not dtypes.is_float(aval.dtype):
-        raise TypeError(f"{label} requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {aval.dtype.name}. For holomorphic "
-                        "differentiation, pass holomorphic=True.")
+    f_vjp = make_vjp(linear, in_tree, info.out_tree, info.n_out,
+                     [core.get_aval(x) for x in leaves], [core.get_aval(o) for o in outs],
+                     _fun_src(fun))
+    out = tree_unflatten(info.out_tree, outs)
+    return (out, f_vjp, aux) if has_aux else (out, f_vjp)
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
                    reduce_axes=()):
     """``fun`` and its gradient w.r.t. the ``argnums`` arguments, in one pass.
 
+    Args:
+      fun: scalar-valued function (pytree inputs allowed).
+      argnums: int or tuple of ints: the positional argument(s) to differentiate.
+      has_aux: ``fun`` returns ``(out, aux)``.
+      holomorphic: ``fun`` is holomorphic: inputs and output must be complex; the gradient
+        is the complex derivative ``f'(z)``.
+      allow_int: allow integer/boolean inputs (their gradient is a float0 zero).
+
     Returns:
       A function returning ``(value, grad)`` (``((value, aux), grad)`` with has_aux).
+
+    Raises:
+      TypeError: JAX's messages for non-scalar or non-float outputs, integer inputs without
+        ``allow_int``, real values with ``holomorphic=True``, or missing arguments.
+
+    >>> value_and_grad(lambda x: x ** 2)(3.0)
+    (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
     """
-    label = "grad"
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        nums = _argnums_split(label, args, argnums)
+        nums = argnums_split("grad", args, argnums)
         dyn = [args[i] for i in nums]
-        for d in dyn:
-            tree_map(lambda x: _check_grad_input(x, allow_int, label), d)
-        f = _partial_in(lambda *a: fun(*a, **kwargs), args, nums)
+        for leaf in tree_leaves(dyn):
+            H.check_input_revderiv("grad", holomorphic, allow_int, leaf)
+        f = partial_in(lambda *a: fun(*a, **kwargs), args, nums)
         if has_aux:
             out, f_vjp, aux = vjp(f, *dyn, has_aux=True)
         else:
             out, f_vjp = vjp(f, *dyn)
-        _check_scalar_output(out, label)
-        one = np.ones((), core.get_aval(out).dtype)[()]
-        g = f_vjp(core.Array(np.asarray(one)))
+        H.check_scalar(out)
+        H.check_output_revderiv("grad", holomorphic, out)
+        g = f_vjp(H.one_cotangent(out))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
 
@@ -237,13 +242,18 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """The gradient of scalar-valued ``fun`` w.r.t. argument(s) ``argnums``.
 
+    Args: as :func:`value_and_grad`.
+
     Raises:
-      TypeError: for non-scalar or non-float outputs, and for integer inputs unless
-        ``allow_int=True`` (then their gradient is a float0 zero).
+      TypeError: for non-scalar or non-float outputs ("grad requires real-valued outputs
+        ...; for holomorphic differentiation, pass holomorphic=True"), and for integer
+        inputs unless ``allow_int=True`` (then their gradient is a float0 zero).
 
     >>> import functrax.numpy as fnp
     >>> grad(lambda x: x ** 3)(2.0)
     Array(12., dtype=float32, weak_type=True)
+    >>> grad(lambda z: z * z, holomorphic=True)(fnp.complex64(1 + 1j))
+    Array(2.+2.j, dtype=complex64)
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
@@ -257,214 +267,50 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     return grad_f
 
 
-def _check_jac_dtype(name, what, holomorphic, allow_int, x):
-    """JAX's dtype checks for jacfwd/jacrev inputs ("input") and outputs ("output")."""
-    dt = core.get_aval(x).dtype
-    is_complex = dtypes.issubdtype(dt, np.complexfloating)
-    if holomorphic:
-        if not is_complex:
-            raise TypeError(f"{name} with holomorphic=True requires {what}s with complex dtype, "
-                            f"but got {dt.name}.")
-        return
-    if name == "jacfwd" and what == "input" and not dtypes.is_float(dt):
-        raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
-                        f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
-                        "holomorphic=True. For differentiation of non-holomorphic functions "
-                        "involving complex inputs or integer inputs, use functrax.jvp directly.")
-    if name == "jacrev" and what == "input" and not dtypes.is_inexact(dt):
-        if dtypes.issubdtype(dt, np.integer) or dtypes.issubdtype(dt, np.bool_):
-            if not allow_int:
-                raise TypeError("jacrev requires real- or complex-valued inputs (input dtype "
-                                f"that is a sub-dtype of np.inexact), but got {dt.name}. If you "
-                                "want to use Boolean- or integer-valued inputs, use vjp or set "
-                                "allow_int to True.")
-        else:
-            raise TypeError("jacrev requires numerical-valued inputs (input dtype that is a "
-                            f"sub-dtype of np.bool_ or np.number), but got {dt.name}.")
-    if name == "jacrev" and what == "output" and not dtypes.is_float(dt):
-        hint = ("For holomorphic differentiation, pass holomorphic=True. For differentiation "
-                "of non-holomorphic functions involving complex outputs, use functrax.vjp "
-                "directly." if is_complex else "For differentiation of functions with integer "
-                "outputs, use functrax.vjp directly.")
-        raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {dt.name}. {hint}")
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """The forward and backward passes of ``fun`` as two functions (JAX 0.10's
+    ``jax.fwd_and_bwd``): ``fwd(*args)`` returns ``(primals_out, residuals)`` (and ``aux``
+    with has_aux) like ``vjp``; ``bwd(residuals, cotangent)`` returns the cotangents of the
+    ``argnums`` arguments (one value for an int ``argnums``, else a tuple).
 
-
-def _std_basis(pytree):
-    """The identity basis over all leaves of ``pytree``, as a pytree batched on axis 0.
-
-    With ``n`` the total number of elements, leaf ``k`` of the result has shape
-    ``(n,) + leaf.shape`` and holds rows ``offset_k : offset_k + leaf.size`` of ``eye(n)``
-    (so mapping over axis 0 gives one unit tangent/cotangent per element), cast to the
-    leaf's dtype.
-    """
-    leaves, _ = tree_flatten(pytree)
-    n = sum(core.get_aval(x).size for x in leaves)
-    dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
-    return _assemble(pytree, 1, None, _eye(n, dtype))
-
-
-def _eye(n: int, dtype):
-    """The ``n x n`` identity of ``dtype``, built as ``functrax.numpy.eye`` builds it."""
-    i32 = dtypes.canonicalize_dtype(np.int32)
-    rows = P.add(P.broadcasted_iota(i32, (n, n), 0), np.asarray(0, i32)[()])
-    return P.convert_element_type(P.eq(rows, P.broadcasted_iota(i32, (n, n), 1)), dtype)
-
-
-def _assemble(pytree, axis, example, arr):
-    """Split ``arr`` along ``axis`` into one piece per leaf of ``pytree`` (sized like the
-    leaf), reshape that axis into the leaf's shape, and cast each piece to the dtype (and
-    weak type) of ``example``, or of the leaf itself when ``example`` is None.
-
-    ``jacfwd`` uses ``axis=-1`` (input structure, pieces ``out.shape + in.shape``);
-    ``jacrev`` uses ``axis=0`` (output structure, pieces ``out.shape + in.shape``).
-    """
-    leaves, treedef = tree_flatten(pytree)
-    shape = core.get_aval(arr).shape
-    axis %= len(shape)
-    parts, start = [], 0
-    for leaf in leaves:
-        la = core.get_aval(leaf)
-        part = arr
-        if la.size != shape[axis]:
-            part = P.slice_in_dim(arr, start, start + la.size, axis=axis)
-        start += la.size
-        part = P.reshape(part, shape[:axis] + la.shape + shape[axis + 1:])
-        ea = core.get_aval(leaf if example is None else example)
-        pa = core.get_aval(part)
-        if pa.dtype != dtypes.float0 and (pa.dtype, pa.weak_type) != (ea.dtype, ea.weak_type):
-            if dtypes.issubdtype(pa.dtype, np.complexfloating) and not dtypes.issubdtype(
-                    ea.dtype, np.complexfloating):
-                part = P.real(part)
-            part = P.convert_element_type(part, ea.dtype, ea.weak_type)
-        parts.append(part)
-    return tree_unflatten(treedef, parts)
-
-
-def _with_aux(f, has_aux, fun):
-    """``f`` returning ``(out, aux)`` (``aux`` is ``()`` without has_aux); ``fun`` is the
-    user's function, named in the error for a has_aux function that returns no pair."""
-    def f_aux(*args):
-        out = f(*args)
-        if not has_aux:
-            return out, ()
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError(f"{fun_name(fun)} was called with has_aux=True, so it must return "
-                            f"a pair (output, aux), got {type(out).__name__}")
-        return out
-    return f_aux
-
-
-def _dyn_args(name, fun, args, kwargs, argnums):
-    nums = _argnums_split(name, args, argnums)
-    dyn = tuple(args[i] for i in nums)
-    return _partial_in(lambda *a: fun(*a, **kwargs), args, nums), dyn
-
-
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian of ``fun`` by forward mode: ``vmap`` of a JVP over the standard basis.
-
-    Args:
-      fun: function of arrays (pytrees allowed).
-      argnums: int or tuple of ints: the positional argument(s) to differentiate.
-      has_aux: ``fun`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
-      holomorphic: ``fun`` is holomorphic (inputs and outputs must be complex).
-
-    Returns:
-      A function returning the Jacobian: for each output leaf (outer structure) and input
-      leaf (inner structure: the argument's, or a tuple of them for tuple ``argnums``) an
-      array of shape ``out.shape + in.shape``.
-
-    Raises:
-      TypeError: for non-float inputs (complex needs ``holomorphic=True``).
+    With ``jitted=True`` (the default) both are jitted: the residuals (a :class:`VJP`
+    pytree) returned by the jitted ``fwd`` have the same structure on every call, so the
+    jitted ``bwd`` compiles once.
 
     >>> import functrax.numpy as fnp
-    >>> jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
-    Array([[2., 0.],
-           [0., 4.]], dtype=float32)
+    >>> fwd, bwd = fwd_and_bwd(lambda x, w: x @ w, argnums=(0, 1))
+    >>> y, res = fwd(fnp.ones((2, 2)), fnp.ones((2, 2)))
+    >>> [c.shape for c in bwd(res, fnp.ones((2, 2)))]
+    [(2, 2), (2, 2)]
     """
-    from functrax.transforms.vmap import vmap
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
 
-    @functools.wraps(fun)
-    def jacfun(*args, **kwargs):
-        f, dyn = _dyn_args("jacfwd", fun, args, kwargs, argnums)
-        tree_map(lambda x: _check_jac_dtype("jacfwd", "input", holomorphic, False, x), dyn)
+    def fwd(*args, **kwargs):
+        nums = argnums_split("fwd_and_bwd", args, argnums)
+        f = partial_in(lambda *a: fun(*a, **kwargs), args, nums)
+        return vjp(f, *[args[i] for i in nums], has_aux=has_aux)
 
-        # aux travels as a primal output of ``_with_aux(f)`` (never as a JVP tracer)
-        def pushfwd(tangents):
-            (y, aux), (t, _) = jvp(_with_aux(f, has_aux, fun), dyn, tangents)
-            return y, t, aux
-        res = vmap(pushfwd, out_axes=(None, -1, None))(_std_basis(dyn))
-        y, jac = res[0], res[1]
-        tree_map(lambda x: _check_jac_dtype("jacfwd", "output", holomorphic, False, x), y)
-        example = dyn[0] if isinstance(argnums, int) else dyn
-        jac_tree = tree_map(lambda y_leaf, j: _assemble(example, -1, y_leaf, j), y, jac)
-        return (jac_tree, res[2]) if has_aux else jac_tree
-    return jacfun
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if isinstance(argnums, int) else g
+
+    if jitted:
+        from functrax.transforms.jit import jit
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the standard basis of
-    the output.
-
-    Args:
-      fun: function of arrays (pytrees allowed).
-      argnums: int or tuple of ints: the positional argument(s) to differentiate.
-      has_aux: ``fun`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
-      holomorphic: ``fun`` is holomorphic (inputs and outputs must be complex).
-      allow_int: allow integer inputs (their Jacobian has dtype float0).
-
-    Returns:
-      A function returning the Jacobian, laid out as for :func:`jacfwd`
-      (``out.shape + in.shape`` per output/input leaf pair).
-
-    Raises:
-      TypeError: for integer inputs (unless ``allow_int``) and non-float outputs.
-
-    >>> import functrax.numpy as fnp
-    >>> jacrev(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
-    Array([[2., 0.],
-           [0., 4.]], dtype=float32)
-    """
-    from functrax.transforms.vmap import vmap
-    from functrax.tree_util import tree_structure, tree_transpose
-
-    @functools.wraps(fun)
-    def jacfun(*args, **kwargs):
-        f, dyn = _dyn_args("jacrev", fun, args, kwargs, argnums)
-        tree_map(lambda x: _check_jac_dtype("jacrev", "input", holomorphic, allow_int, x), dyn)
-        # aux travels as a primal output of ``_with_aux(f)``, with zero cotangents
-        (y, aux), pair_pullback = vjp(_with_aux(f, has_aux, fun), *dyn)
-        tree_map(lambda x: _check_jac_dtype("jacrev", "output", holomorphic, allow_int, x), y)
-        aux_zeros = tree_map(lambda a: instantiate(Zero.from_value(a)), aux)
-        jac = vmap(lambda ct: pair_pullback((ct, aux_zeros)))(_std_basis(y))
-        jac = jac[0] if isinstance(argnums, int) else jac
-        example = dyn[0] if isinstance(argnums, int) else dyn
-        jac_tree = tree_map(lambda x_leaf, j: _assemble(y, 0, x_leaf, j), example, jac)
-        jac_tree = tree_transpose(tree_structure(example), tree_structure(y), jac_tree)
-        return (jac_tree, aux) if has_aux else jac_tree
-    return jacfun
-
-
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Second derivatives as a dense array: ``jacfwd(jacrev(fun))``.
-
-    For an input of shape ``s`` and a scalar output the result has shape ``s + s``; with
-    pytrees, each output leaf holds the input structure nested twice.
-
-    >>> import functrax.numpy as fnp
-    >>> hessian(lambda x: x[0] ** 3 - 2 * x[0] * x[1])(fnp.array([1.0, 2.0]))
-    Array([[ 6., -2.],
-           [-2.,  0.]], dtype=float32)
-    """
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
-                  argnums, has_aux=has_aux, holomorphic=holomorphic)
-
-
-def linear_transpose(fun, *primals):
+def linear_transpose(fun, *primals, reduce_axes=()):
     """The transpose of linear ``fun``; ``primals`` only give shapes and dtypes.
 
-    The function is staged as it is (no JVP), every input unknown, then transposed.
+    The function is staged as it is (no JVP), every input unknown, then transposed. The
+    result is a :class:`~functrax.tree_util.Partial` (its leaves are the constants of the
+    linear function) whose outputs have exactly the dtypes of ``primals``.
+
+    Raises:
+      TypeError: for functions that are not float/complex -> float/complex or
+        integer -> integer (JAX's message), and for cotangents not matching the output.
 
     >>> import functrax.numpy as fnp
     >>> f_t = linear_transpose(lambda x: 2.0 * x, fnp.ones(2))
@@ -472,34 +318,68 @@ def linear_transpose(fun, *primals):
     (Array([2., 2.], dtype=float32),)
     """
     from functrax.transforms.partial_eval import PartialEvalTrace
-    from functrax.transforms.transpose import backward_pass
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to transpose is deprecated")
     leaves, in_tree = tree_flatten(primals)
-    avals = [core.get_aval(x) for x in leaves]
+    avals = [_leaf_aval(x, f"primals[{i}]") for i, x in enumerate(leaves)]
     info = _OutInfo()
     pe = PartialEvalTrace(core.current_trace())
     try:
         ins = [pe.new_arg(a) for a in avals]
         with core.set_current_trace(pe):
-            outs = _flat_fun(fun, in_tree, False, info)(*ins)
+            outs = [pe.make_unknown(o) if not pe.is_unknown(o) else o
+                    for o in _flat_fun(fun, in_tree, False, info)(*ins)]
         closed = pe.to_jaxpr(outs)
     finally:
         pe.invalidate()
-    out_tree = info.out_tree
-    out_avals = closed.out_avals
+    _check_linear_dtypes([a.dtype for a in avals], [a.dtype for a in closed.out_avals])
+    t = _Transposed(closed.jaxpr, in_tree, info.out_tree, avals)
+    return Partial(t, list(closed.consts))
 
-    def transposed(ct):
+
+def _check_linear_dtypes(in_dtypes, out_dtypes):
+    all_dt = list(in_dtypes) + list(out_dtypes)
+    if not (all(dtypes.is_inexact(d) for d in all_dt)
+            or all(dtypes.issubdtype(d, np.integer) for d in all_dt)):
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                        "complex], and integer -> integer functions, but got "
+                        f"{[np.dtype(d) for d in in_dtypes]} -> "
+                        f"{[np.dtype(d) for d in out_dtypes]}.")
+
+
+class _Transposed:
+    """The static part of ``linear_transpose``'s function."""
+
+    def __init__(self, jaxpr, in_tree, out_tree, in_avals):
+        self.jaxpr, self.in_tree, self.out_tree = jaxpr, in_tree, out_tree
+        self.in_avals, self.out_avals = in_avals, [v.aval for v in jaxpr.outvars]
+
+    def __call__(self, consts, ct):
+        from functrax.transforms.transpose import backward_pass
         ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match "
-                            f"the output structure {out_tree}")
-        for c, a in zip(ct_leaves, out_avals):
-            if core.get_aval(c).shape != a.shape:
-                raise TypeError(f"linear_transpose: cotangent of shape {core.get_aval(c).shape}"
-                                f" for an output of shape {a.shape}")
-        cts = backward_pass(closed.jaxpr, closed.consts, ct_leaves)
-        return tree_unflatten(in_tree, [_zeros_for(c) for c in cts])
-    return transposed
+        if ct_tree != self.out_tree:
+            raise TypeError("cotangent tree does not match function output, expected "
+                            f"{self.out_tree} but got {ct_tree}")
+        for c, a in zip(ct_leaves, self.out_avals):
+            ca = core.get_aval(c)
+            if ca.shape != a.shape or not (ca.dtype == a.dtype or ca.weak_type):
+                raise TypeError("cotangent type does not match function output, expected "
+                                f"{[x.str_short() for x in self.out_avals]} but got "
+                                f"{[core.get_aval(x).str_short() for x in ct_leaves]}")
+        cts = backward_pass(self.jaxpr, list(consts), ct_leaves)
+        return tree_unflatten(self.in_tree, [_exact_dtype(_zeros_for(c), a)
+                                             for c, a in zip(cts, self.in_avals)])
 
 
-__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+def _exact_dtype(x, aval):
+    xa = core.get_aval(x)
+    if xa.dtype == aval.dtype and xa.weak_type == aval.weak_type:
+        return x
+    if dtypes.issubdtype(xa.dtype, np.complexfloating) and not dtypes.issubdtype(
+            aval.dtype, np.complexfloating):
+        x = P.real(x)
+    return P.convert_element_type(x, aval.dtype, aval.weak_type)
+
+
+__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "fwd_and_bwd",
            "linear_transpose"]

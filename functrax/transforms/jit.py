@@ -547,8 +547,23 @@ class Lowered:
         self._entry = entry
         self.jaxpr = optimize(entry.closed) if entry.optimized is None else entry.optimized
 
-    def as_text(self):
+    def as_text(self, dialect=None, *, debug_info=False):
+        """The program's text. functrax has no MLIR/HLO: for every dialect (``None``,
+        ``"stablehlo"``, ``"hlo"``) this is the optimized jaxpr, printed as JAX prints
+        jaxprs; ``debug_info`` is accepted for JAX compatibility.
+
+        Raises:
+          ValueError: for an unknown dialect (JAX's message).
+        """
+        del debug_info
+        if dialect not in (None, "stablehlo", "hlo", "mhlo"):
+            raise ValueError(f"Unknown dialect {dialect!r}")
         return str(self.jaxpr)
+
+    def compiler_ir(self, dialect=None):
+        """The optimized jaxpr (functrax's compiler IR, for every dialect)."""
+        self.as_text(dialect)
+        return self.jaxpr
 
     def cost_analysis(self):
         """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict)."""

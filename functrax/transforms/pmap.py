@@ -466,7 +466,8 @@ class PmapFunction:
 
     # --- calling ---
 
-    def __call__(self, *args, **kwargs):
+    def _key(self, args, kwargs):
+        """(cache key, flat args, axes, size, in_tree, global size, names, static_pos)."""
         if not args and not kwargs and self.axis_size is None:
             raise ValueError("pmap wrapped function must be passed at least one argument "
                              "containing an array, got empty *args=() and **kwargs={}")
@@ -476,11 +477,32 @@ class PmapFunction:
         avals = tuple(unmapped_aval(core.get_aval(x), ax) for x, ax in zip(flat, axes))
         env = tuple((f.name, f.size) for f in core.axis_env())
         key = (in_tree, tuple(axes), avals, statics, size, gsize, env)
+        return key, flat, axes, size, in_tree, gsize, names, static_pos
+
+    def _get_entry(self, args, kwargs):
+        key, flat, axes, size, in_tree, gsize, names, static_pos = self._key(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(args, kwargs, flat, in_tree, axes, names, gsize, static_pos)
             if not entry.consts_are_tracers:
                 self._cache[key] = entry
+        return entry, key, flat, axes, size, in_tree, gsize
+
+    # --- ahead-of-time stages (as jit's) ---
+
+    def trace(self, *args, **kwargs):
+        """Trace without running: a ``Traced`` (``.jaxpr`` per device, ``.out_info``,
+        ``.lower()``)."""
+        from functrax.transforms.pmap_stages import PmapTraced
+        entry, key, _, _, size, _, _ = self._get_entry(args, kwargs)
+        return PmapTraced(self, entry, key, size)
+
+    def lower(self, *args, **kwargs):
+        """Trace and optimize: a ``Lowered`` (``.as_text()``, ``.compile()``)."""
+        return self.trace(*args, **kwargs).lower()
+
+    def __call__(self, *args, **kwargs):
+        entry, key, flat, axes, size, in_tree, gsize = self._get_entry(args, kwargs)
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
             outs = self._run(entry, flat, axes, size, in_tree, gsize)
         else:

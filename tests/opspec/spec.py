@@ -104,7 +104,8 @@ class OpSpec:
 ALL_FAMILIES = ("elementwise", "reductions", "shape_ops", "creation", "linalg", "indexing",
                 "sorting", "lax_ops", "control_flow", "nn", "random", "convolution",
                 "windows", "scipy_linalg", "scipy_special", "fft", "polynomial", "set_ops",
-                "histograms", "array_edit", "numerics", "callbacks", "scipy_stats")
+                "histograms", "array_edit", "numerics", "callbacks", "scipy_stats",
+                "custom_derivatives")
 
 
 def all_specs():

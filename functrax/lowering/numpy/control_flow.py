@@ -13,7 +13,9 @@ import numpy as np
 
 from functrax.lowering.backends import host_executable, nested_backend
 from functrax.lowering.numpy.rules import numpy_rules
-from functrax.primitives.control_flow import cond_p, scan_p, split_at, while_p
+from functrax.primitives.control_flow import (
+    cond_p, custom_linear_solve_p, scan_p, split_at, while_p,
+)
 
 
 _BODIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -56,4 +58,12 @@ def _scan_numpy(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
     return list(carry) + ys
 
 
-numpy_rules.update({cond_p: _cond_numpy, while_p: _while_numpy, scan_p: _scan_numpy})
+def _linear_solve_numpy(*args, const_lengths, jaxprs):
+    # x = solve(b): the solve jaxpr on its consts and b
+    start = const_lengths.matvec + const_lengths.vecmat
+    solve_args = args[start:start + const_lengths.solve] + args[sum(const_lengths):]
+    return body_executable(jaxprs.solve)(*solve_args)
+
+
+numpy_rules.update({cond_p: _cond_numpy, while_p: _while_numpy, scan_p: _scan_numpy,
+                    custom_linear_solve_p: _linear_solve_numpy})

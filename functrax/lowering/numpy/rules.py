@@ -183,6 +183,7 @@ numpy_rules.update({
     P.integer_pow_p: _integer_pow, P.convert_element_type_p: _convert,
     P.select_n_p: _select_n, P.clamp_p: _clamp, P.copy_p: lambda x: np.array(x, copy=True),
     P.stop_gradient_p: lambda x: x,
+    P.name_p: lambda x, **_: x,
 })
 
 

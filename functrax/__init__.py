@@ -53,7 +53,8 @@ from functrax.callbacks import pure_callback  # noqa: F401
 from functrax.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
     enable_checks, enable_x64, ensure_compile_time_eval, explain_cache_misses, log_compiles,
-    numpy_dtype_promotion, numpy_rank_promotion,
+    numpy_dtype_promotion, numpy_rank_promotion, default_prng_impl, enable_custom_prng,
+    legacy_prng_key,
 )
 from functrax.debugging import (  # noqa: F401
     default_device, device_get, live_arrays, named_call, named_scope, print_environment_info,

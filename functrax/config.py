@@ -18,7 +18,8 @@ import os
 __all__ = ["config", "Config", "State", "check_tracer_leaks", "checking_leaks", "debug_nans",
            "debug_infs", "numpy_rank_promotion", "numpy_dtype_promotion",
            "default_matmul_precision", "enable_x64", "log_compiles", "enable_checks",
-           "explain_cache_misses", "ensure_compile_time_eval", "MATMUL_PRECISIONS"]
+           "explain_cache_misses", "ensure_compile_time_eval", "MATMUL_PRECISIONS",
+           "default_prng_impl", "enable_custom_prng", "legacy_prng_key"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -272,6 +273,28 @@ enable_x64 = State("enable_x64", True)
 log_compiles = State("log_compiles", True)
 enable_checks = State("enable_checks", True)
 explain_cache_misses = State("explain_cache_misses", True)
+
+# --- PRNG flags (functrax.random reads them) ---
+
+
+def _prng_impl(value):
+    if value != "threefry2x32":
+        raise ValueError(f"jax_default_prng_impl: functrax implements the 'threefry2x32' PRNG "
+                         f"only ('rbg' and 'unsafe_rbg' are not provided), got {value!r}")
+
+
+config.define("default_prng_impl", "threefry2x32", "The PRNG implementation of "
+              "functrax.random.key and PRNGKey when impl is None.", validate=_prng_impl,
+              trace_context=True)
+config.define("enable_custom_prng", False, "Accepted for compatibility with JAX, where it is "
+              "deprecated: typed key arrays (functrax.random.key) are always available.",
+              validate=_bool("enable_custom_prng"))
+config.define("legacy_prng_key", "allow", "What functrax.random does with a raw uint32 key "
+              "(random.PRNGKey): 'allow', 'warn' or 'error'.",
+              validate=_enum("legacy_prng_key", ("allow", "warn", "error")), trace_context=True)
+default_prng_impl = State("default_prng_impl")
+enable_custom_prng = State("enable_custom_prng", True)
+legacy_prng_key = State("legacy_prng_key")
 
 
 def checking_leaks():

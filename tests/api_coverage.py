@@ -18,6 +18,9 @@ VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
 
 # "jax.module.name" -> why functrax does not provide it
 NOT_PROVIDED: dict = {
+    "jax.debug_key_reuse": ("the key-reuse checker (JAX's static analysis of jaxprs for a key "
+                            "consumed twice) is not implemented; errors.KeyReuseError exists "
+                            "for it"),
     **dict.fromkeys(("jax.debug.inspect_array_sharding", "jax.debug.visualize_array_sharding",
                      "jax.debug.visualize_sharding"), "sharding: a later issue"),
     # Mesh / NamedSharding / PartitionSpec and what takes them (shard_map, arrays assembled

@@ -225,3 +225,31 @@ def test_no_report_without_the_flag(caplog):
         g(1.0)
         g(fnp.ones(2))
     assert not [r for r in caplog.records if "TRACING CACHE MISS" in r.getMessage()]
+
+
+def test_prng_flags_legacy_key_default_impl_and_custom_prng():
+    import warnings
+    from functrax import random
+    raw = random.PRNGKey(0)
+    want = np.asarray(random.normal(raw))
+    with functrax.legacy_prng_key("warn"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            np.testing.assert_array_equal(np.asarray(random.normal(raw)), want)
+        assert any("Legacy uint32 key array" in str(w.message) for w in caught)
+    with functrax.legacy_prng_key("error"):
+        with pytest.raises(ValueError, match="Legacy uint32 key array passed as key"):
+            random.normal(raw)
+        with pytest.raises(ValueError, match="Legacy uint32 key array"):
+            functrax.jit(random.normal)(raw)
+        random.normal(random.key(0))  # typed keys are fine
+    random.normal(raw)  # restored: allow
+    assert functrax.default_prng_impl.value == "threefry2x32"
+    assert str(random.key_impl(random.key(1))) == "threefry2x32"
+    with pytest.raises(ValueError, match="implements the 'threefry2x32' PRNG only"):
+        functrax.config.update("jax_default_prng_impl", "rbg")
+    with pytest.raises(ValueError, match="new enum value must be in"):
+        functrax.legacy_prng_key("sometimes")
+    with functrax.enable_custom_prng():
+        assert functrax.config.enable_custom_prng is True
+    assert functrax.config.enable_custom_prng is False

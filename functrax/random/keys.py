@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import warnings
+
 import numpy as np
 
 from functrax import core, dtypes, lax
+from functrax.config import config
 from functrax.core import Array, Tracer
 from functrax.primitives import prng as P
 from functrax.random.prng import UINT_DTYPES, canonicalize_shape
@@ -39,8 +42,9 @@ __all__ = ["PRNGSpec", "PRNGKey", "bits", "check_key", "check_prng_key", "clone"
 
 
 def default_prng_impl() -> dtypes.PRNGImpl:
-    """The default PRNG implementation (threefry2x32, the only one functrax has)."""
-    return dtypes.PRNG_IMPLS["threefry2x32"]
+    """The default PRNG implementation (``config.default_prng_impl``: threefry2x32, the only
+    one functrax has)."""
+    return dtypes.PRNG_IMPLS[config.default_prng_impl]
 
 
 class PRNGSpec:
@@ -113,6 +117,7 @@ def check_prng_key(name: str, key, *, allow_batched: bool = False):
     if _is_typed_key(key):
         typed, wrapped = key, False
     elif _arraylike(key):
+        _legacy_key_check()
         typed, wrapped = P.random_wrap(key, impl=default_prng_impl()), True
     else:
         raise TypeError(f"unexpected PRNG key type {type(key)}")
@@ -120,6 +125,21 @@ def check_prng_key(name: str, key, *, allow_batched: bool = False):
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{np.shape(key)} != (). Use functrax.vmap for batching.")
     return typed, wrapped
+
+
+_LEGACY_KEY_MESSAGE = (
+    "Legacy uint32 key array passed as key to functrax.random function. Please create keys "
+    "using functrax.random.key(). If use of a raw key array was intended, set "
+    "functrax.config.update(\"jax_legacy_prng_key\", \"allow\").")
+
+
+def _legacy_key_check():
+    """``config.legacy_prng_key``: a raw key warns or raises when it says so (as JAX)."""
+    mode = config.legacy_prng_key
+    if mode == "warn":
+        warnings.warn(_LEGACY_KEY_MESSAGE, UserWarning, stacklevel=4)
+    elif mode == "error":
+        raise ValueError(_LEGACY_KEY_MESSAGE)
 
 
 def check_key(name: str, key, allow_batched: bool = False):

@@ -37,7 +37,8 @@ def check_input_revderiv(name: str, holomorphic: bool, allow_int: bool, x) -> No
     if holomorphic and not dtypes.issubdtype(dt, np.complexfloating):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                         f"but got {dt.name}.")
-    if dtypes.issubdtype(dt, np.integer) or dtypes.issubdtype(dt, np.bool_):
+    if (dtypes.issubdtype(dt, dtypes.extended) or dtypes.issubdtype(dt, np.integer)
+            or dtypes.issubdtype(dt, np.bool_)):  # keys as integers (float0 tangents), as JAX
         if not allow_int:
             raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that "
                             f"is a sub-dtype of np.inexact), but got {dt.name}. If you want "

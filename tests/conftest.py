@@ -1,4 +1,4 @@
-"""Test-suite configuration: hypothesis profiles.
+"""Test-suite configuration: hypothesis profiles (and a guard against a plugin bug, below).
 
 No deadlines anywhere (timings on a shared 2-core machine are not what these tests check).
 Under CI (``CI=true``) hypothesis is derandomized, so a submission is judged on the same
@@ -6,8 +6,26 @@ examples every run; locally it explores new examples each run.
 """
 import os
 
+import pytest
+
 from hypothesis import settings
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# hypothesis's pytest plugin (6.170) re-wraps the settings of a parametrized @given test in a
+# new settings object per test item, on the one function all its items share: after ~1,000
+# items the chain of parents overflows the recursion limit (RecursionError in
+# settings.database). Each item starts again from the settings the test was decorated with.
+_ORIGINAL_SETTINGS: dict = {}
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if current is not None:
+        fn._hypothesis_internal_use_settings = _ORIGINAL_SETTINGS.setdefault(id(fn), current)
+    yield

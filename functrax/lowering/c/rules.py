@@ -43,6 +43,7 @@ import ml_dtypes
 import numpy as np
 
 from functrax import primitives as P
+from functrax.lowering.templates import TemplateTable
 
 __all__ = ["c_rules", "reduce_rules", "variant_of", "RuleContext", "ReduceRule", "lookup",
            "lookup_reduce", "variant", "dtype_class", "storage_type", "reg_type", "literal",
@@ -184,39 +185,13 @@ class RuleContext:
         return f
 
 
-c_rules: dict = {}
+_TABLE = TemplateTable("C", "functrax.lowering.c.rules.c_rules", dtype_class,
+                       UnsupportedError)
+c_rules = _TABLE.rules
 # prim -> fn(ctx) -> variant name; the default is the class of the first operand's dtype
-variant_of: dict = {}
-
-
-def variant(prim, ctx: RuleContext) -> str:
-    fn = variant_of.get(prim)
-    if fn is not None:
-        return fn(ctx)
-    return dtype_class(ctx.in_avals[0].dtype if ctx.in_avals else ctx.out_aval.dtype)
-
-
-def lookup(prim, ctx: RuleContext):
-    """The template of an equation (resolved to a string or tuple of strings).
-
-    Raises:
-      UnsupportedError: when no entry exists for the primitive (or for its variant).
-    """
-    v = variant(prim, ctx)
-    rule = c_rules.get((prim, v), c_rules.get(prim))
-    if rule is None:
-        raise UnsupportedError(
-            f"the C backend has no rule for primitive '{prim}' (variant {v!r}, operand types "
-            f"{', '.join(a.str_short() for a in ctx.in_avals)}); add an entry to "
-            "functrax.lowering.c.rules.c_rules or run it on the numpy backend")
-    return rule(ctx) if callable(rule) else rule
-
-
-def deftemplate(prim, template, *variants):
-    if not variants:
-        c_rules[prim] = template
-    for v in variants:
-        c_rules[(prim, v)] = template
+variant_of = _TABLE.variant_of
+variant, lookup, has_rule, deftemplate = (_TABLE.variant, _TABLE.lookup, _TABLE.has_rule,
+                                          _TABLE.deftemplate)
 
 
 def _libm(name):

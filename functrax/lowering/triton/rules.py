@@ -28,6 +28,7 @@ import dataclasses
 import numpy as np
 
 from functrax import primitives as P
+from functrax.lowering.templates import TemplateTable
 
 __all__ = ["triton_rules", "reduce_rules", "variant_of", "RuleContext", "ReduceRule",
            "lookup", "lookup_reduce", "variant", "dtype_class", "tl_dtype", "reg_dtype",
@@ -131,47 +132,13 @@ class RuleContext:
         return f
 
 
-triton_rules: dict = {}
+_TABLE = TemplateTable("Triton", "functrax.lowering.triton.rules.triton_rules", dtype_class,
+                       UnsupportedError)
+triton_rules = _TABLE.rules
 # prim -> fn(ctx) -> variant name; the default is the class of the first operand's dtype
-variant_of: dict = {}
-
-
-def variant(prim, ctx: RuleContext) -> str:
-    fn = variant_of.get(prim)
-    if fn is not None:
-        return fn(ctx)
-    return dtype_class(ctx.in_avals[0].dtype if ctx.in_avals else ctx.out_aval.dtype)
-
-
-def lookup(prim, ctx: RuleContext):
-    """The template of an equation (resolved to a string or tuple of strings).
-
-    Raises:
-      UnsupportedError: when no entry exists for the primitive (or for its variant).
-    """
-    v = variant(prim, ctx)
-    rule = triton_rules.get((prim, v), triton_rules.get(prim))
-    if rule is None:
-        raise UnsupportedError(
-            f"the Triton backend has no rule for primitive '{prim}' (variant {v!r}, operand "
-            f"types {', '.join(a.str_short() for a in ctx.in_avals)}); add an entry to "
-            "functrax.lowering.triton.rules.triton_rules or run it on the numpy backend")
-    return rule(ctx) if callable(rule) else rule
-
-
-def has_rule(prim, ctx: RuleContext) -> bool:
-    try:
-        lookup(prim, ctx)
-    except UnsupportedError:
-        return False
-    return True
-
-
-def deftemplate(prim, template, *variants):
-    if not variants:
-        triton_rules[prim] = template
-    for v in variants:
-        triton_rules[(prim, v)] = template
+variant_of = _TABLE.variant_of
+variant, lookup, has_rule, deftemplate = (_TABLE.variant, _TABLE.lookup, _TABLE.has_rule,
+                                          _TABLE.deftemplate)
 
 
 class Steps:

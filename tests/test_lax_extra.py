@@ -136,3 +136,15 @@ def test_new_elementwise_primitives_print_and_reject_bad_input():
         lax.mulhi(fnp.ones(2), fnp.ones(2))
     z = lax.complex(fnp.ones(2), fnp.arange(2.0))
     assert z.dtype == np.complex64 and z.tolist() == [1 + 0j, 1 + 1j]
+
+
+def test_float_to_int64_saturates_as_xla():
+    with functrax.enable_x64(True):
+        x = fnp.array([1e30, -1e30, np.inf, -np.inf, np.nan, 3.5, -3.5], fnp.float64)
+        i64, u64 = np.iinfo(np.int64), np.iinfo(np.uint64)
+        want_i = np.array([i64.max, i64.min, i64.max, i64.min, 0, 3, -3], np.int64)
+        want_u = np.array([u64.max, 0, u64.max, 0, 0, 3, 0], np.uint64)
+        for f in (lambda v, d: lax.convert_element_type(v, d),
+                  functrax.jit(lambda v, d: lax.convert_element_type(v, d), static_argnums=1)):
+            np.testing.assert_array_equal(np.asarray(f(x, np.int64)), want_i)
+            np.testing.assert_array_equal(np.asarray(f(x, np.uint64)), want_u)

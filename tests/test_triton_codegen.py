@@ -266,8 +266,8 @@ def _saturating_int32(x):
     return [np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), -2 ** 31, 2 ** 31 - 1).astype(I32)]
 
 
-# The numpy backend clips in float32, where 2**31 - 1 rounds to 2**31, so +inf and 3e9 become
-# INT_MIN there (a bug of functrax/lowering/numpy/rules.py::_convert); JAX gives INT_MAX.
+# float -> int32 against an independent reference too (XLA's saturation), not only against the
+# numpy backend
 REFERENCE_OVERRIDES = {"convert_f32_int32": _saturating_int32,
                        "convert_f16_i32": _saturating_int32}
 

@@ -160,6 +160,13 @@ def _convert(x, *, new_dtype, weak_type=False, sharding=None):
         with np.errstate(invalid="ignore"):
             x = np.clip(np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0)), info.min,
                         info.max)
+            # for 64-bit targets float64(max) rounds up to 2**63 / 2**64, which astype wraps:
+            # saturate those to max (XLA's semantics)
+            top = x >= float(info.max)
+            out = x.astype(new_dtype)
+        if new_dtype.itemsize == 8 and np.any(top):
+            out = np.where(top, new_dtype.type(info.max), out)
+        return out
     return x.astype(new_dtype)
 
 

@@ -198,7 +198,10 @@ def test_scalars_empty_arrays_and_fallback_groups():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
     prog = jit(f, backend="c").lower(x, s, e).compile()._entry.exe
     reasons = " ".join(fb.reason for fb in prog.fallbacks)
-    assert "sort" in reasons and "matmul" in reasons
+    if HAVE_CC:
+        assert "sort" in reasons and "matmul" in reasons
+    else:  # the whole program runs on numpy, and says why
+        assert "no working C compiler" in reasons
 
 
 def test_integer_semantics_match_numpy():

@@ -523,3 +523,17 @@ def test_im2col_matrix_follows_the_memory_order():
     out = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
     want = conv_reference(x, w, window_strides=(1, 1), padding="SAME", dimension_numbers=dn)
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+
+
+def test_local_conv_and_patches_keep_a_dot_algorithm_preset():
+    x = np.arange(4.0, dtype=np.float32).reshape(1, 1, 4)
+    w = np.ones((1, 2, 3), np.float32)
+    with functrax.default_matmul_precision("F32_F32_F32"):
+        got = lax.conv_general_dilated_local(x, w, (1,), "VALID", (2,))
+        jaxpr = functrax.make_jaxpr(
+            lambda x: lax.conv_general_dilated_local(x, w, (1,), "VALID", (2,)))(x)
+    np.testing.assert_array_equal(np.asarray(got), [[[1.0, 3.0, 5.0]]])
+    precisions = [e.params["precision"] for e in jaxpr.jaxpr.eqns if "precision" in e.params]
+    assert precisions == ["F32_F32_F32", "F32_F32_F32"]
+    assert float(lax.dot(np.ones(3, np.float32), np.ones(3, np.float32),
+                         precision="F32_F32_F32")) == 3.0

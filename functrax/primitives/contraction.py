@@ -9,7 +9,7 @@ from functrax.primitives.define import (
 )
 from functrax import core
 from functrax import dtypes
-from functrax.config import config
+from functrax.config import MATMUL_PRECISIONS, config
 
 dot_general_p = new_primitive("dot_general", family=Family.CONTRACTION)
 
@@ -94,6 +94,8 @@ def canonicalize_precision(precision):
         if default is None or default.isupper():
             return default
         return canonicalize_precision(default)
+    if isinstance(precision, str) and precision.isupper() and precision in MATMUL_PRECISIONS:
+        return precision  # a dot-algorithm preset name (e.g. "F32_F32_F32"), as JAX records it
     try:
         if isinstance(precision, (str, Precision)):
             p = Precision(precision)

@@ -598,7 +598,9 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
     return conv_general_dilated(
         lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dn,
-        precision=None if precision is None else (precision, "default"),
+        precision=precision if precision is None or (isinstance(precision, str)
+                                                     and precision.isupper())
+        else (precision, "default"),  # a dot-algorithm preset applies to the whole product
         feature_group_count=n_channels, preferred_element_type=preferred_element_type)
 
 
@@ -632,7 +634,8 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
     patches = conv_general_dilated_patches(
         lhs, filter_shape, window_strides, padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
-        precision=None if c_precision is None else c_precision[0])
+        precision=c_precision if c_precision is None or isinstance(c_precision, str)
+        else c_precision[0])  # a dot-algorithm preset name passes as it is
     lhs_spec, rhs_spec, out_spec = conv_dimension_numbers(
         core.get_aval(lhs).shape, (1, 1) + tuple(filter_shape), dimension_numbers)
     lhs_b = tuple(out_spec[2:])

@@ -384,3 +384,71 @@ def test_eqn_repr_is_its_text():
     closed = functrax.make_jaxpr(lambda x: fnp.sin(x))(1.0)
     # on its own, an equation names its outputs first (as JAX's JaxprEqn.__repr__)
     assert repr(closed.eqns[0]) == "a:f32[] = sin b"
+
+
+# --- shared sub-jaxprs, jit binder names, literal values (JAX 0.10's printer) ---
+
+
+def _chain(n):
+    """A jaxpr of ``n`` sin equations."""
+    xs = [Var(F32) for _ in range(n + 1)]
+    return Jaxpr([], [xs[0]], [xs[-1]],
+                 [JaxprEqn([xs[i]], [xs[i + 1]], P.sin_p, {}) for i in range(n)])
+
+
+def _caller(*subs, name="f"):
+    x = Var(F32)
+    outs, eqns, cur = [], [], x
+    for sub in subs:
+        y = Var(F32)
+        eqns.append(JaxprEqn([cur], [y], Primitive("fake_call"), {"jaxpr": sub, "name": name}))
+        cur = y
+        outs.append(y)
+    return Jaxpr([], [x], [cur], eqns)
+
+
+def test_sub_jaxpr_of_more_than_10_eqns_is_printed_once_first():
+    text = _caller(_chain(11), name="<lambda>").pretty_print()
+    assert text.startswith("let lambda = { lambda ; a:f32[]. let\n    b:f32[] = sin a\n")
+    assert text.splitlines()[12] == "  in (l,) } in"
+    assert "    n:f32[] = fake_call[name=<lambda> jaxpr=lambda] m" in text
+    # 10 equations stay inline
+    assert not _caller(_chain(10)).pretty_print().startswith("let")
+
+
+def test_sub_jaxpr_used_twice_is_shared_and_names_are_numbered():
+    small, other = _chain(1), _chain(2)
+    text = _caller(small, small, other, other).pretty_print()
+    lines = text.splitlines()
+    assert lines[0] == "let f = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in"
+    assert lines[1].startswith("let f1 = { lambda ; c:f32[]. let")
+    assert text.count("[name=f jaxpr=f]") == 2 and text.count("[name=f jaxpr=f1]") == 2
+
+
+def test_variable_names_skip_shared_jaxpr_names():
+    # a shared jaxpr named "c" takes that name from the variables
+    j = _chain(1)
+    text = _caller(j, j, name="c").pretty_print()
+    assert text.splitlines()[0] == "let c = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in"
+    assert "{ lambda ; d:f32[]. let" in text
+
+
+def test_jit_binders_print_with_the_outer_names():
+    inner = functrax.jit(lambda a, b: (fnp.sin(a) * b, a))
+
+    def f(x, y):
+        p, q = inner(x, y)
+        return p + q
+    text = str(functrax.make_jaxpr(f)(1.0, 2.0))
+    assert "jaxpr={ lambda ; a:f32[] b:f32[]. let" in text
+    assert "in (c, a) }" in text  # the inner outputs take the outer results' names
+
+
+def test_literals_print_their_value_as_jax_does():
+    text = str(functrax.make_jaxpr(lambda x: x * 0.1)(1.0))
+    assert "mul a 0.10000000149011612:f32[]" in text  # the float32 value, as a Python float
+    lo = np.nextafter(np.float32(-1), np.float32(0))
+    text = str(functrax.make_jaxpr(lambda x: lax.max(x, lo))(np.float32(0)))
+    assert "-0.9999999403953552:f32[]" in text
+    text = str(functrax.make_jaxpr(lambda x: x * 3)(np.uint8(1)))
+    assert "mul a 3:u8[]" in text

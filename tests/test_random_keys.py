@@ -90,13 +90,11 @@ def test_jaxpr_of_split_of_a_typed_key():
 
 
 @needs_reprs
-def test_jaxpr_of_normal_reads_the_key_with_random_bits():
-    """JAX nests the sampler in jits; the key input and its random_bits line are the same."""
+def test_jaxpr_of_normal_is_jaxs():
+    """JAX nests the sampler in jits (jit(_normal) > jit(_normal_real) > jit(_uniform), the
+    last printed once at the top) around one random_bits and one erf_inv."""
     want = JAX["make_jaxpr(lambda k: jax.random.normal(k, (2,)))(key)"]
-    got = str(functrax.make_jaxpr(lambda k: random.normal(k, (2,)))(K))
-    assert got.startswith("{ lambda ; a:key<fry>[]. let")
-    line = re.search(r"(\w+):u32\[2\] = random_bits\[bit_width=32 shape=\(2,\)\] (\w+)", want)
-    assert line and re.search(r":u32\[2\] = random_bits\[bit_width=32 shape=\(2,\)\] a\n", got)
+    assert str(functrax.make_jaxpr(lambda k: random.normal(k, (2,)))(K)) == want
 
 
 def test_jaxprs_of_the_key_primitives():

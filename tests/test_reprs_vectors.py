@@ -87,13 +87,7 @@ CHECKED.update({
 })
 SKIPPED: dict = {}
 # heading -> why functrax prints it differently today (xfail strict: fixing it flips the test)
-KNOWN_DIFFERENT = {
-    "make_jaxpr(lambda k: jax.random.normal(k, (2,)))(key)": (
-        "JAX stages normal as jit(_normal) > jit(_normal_real) > jit(_uniform) with one "
-        "erf_inv equation, hoists sub-jaxprs of more than 10 equations as `let _uniform = ...` "
-        "and prints f32 literals as Python floats; functrax inlines its bit-exact ErfInv32 "
-        "composition (emulated fma) instead of binding erf_inv"),
-}
+KNOWN_DIFFERENT: dict = {}
 
 
 def test_every_section_is_checked_or_skipped_with_a_reason():

@@ -7,8 +7,10 @@ current trace.
 
 Printing follows JAX's text format: names are given in order of appearance (a, b, ..., z,
 ba, bb, ...), sub-jaxprs continue the naming of their parent, outputs that nothing uses
-print as ``_``, literals print with their type (``2.0:f32[]``), params are sorted and broken
-onto lines when they do not fit. Per-primitive printing lives in the ``pp_param_rules``
+print as ``_``, literals print as the Python scalar of their value with their type
+(``2.0:f32[]``, ``-0.9999999403953552:f32[]``), params are sorted and broken onto lines when
+they do not fit, and sub-jaxprs used twice or of more than 10 equations print once, first
+(``let _uniform = { lambda ... } in``), named after the call that holds them. Per-primitive printing lives in the ``pp_param_rules``
 table.
 
 Effects: an equation may have side effects (a debug print, an IO callback): ``effect_rules``
@@ -20,6 +22,8 @@ executors keep the ordered ones in program order.
 from __future__ import annotations
 
 import weakref
+
+import numpy as np
 
 from functrax import pretty_printer as pp
 from functrax.core.avals import ShapedArray
@@ -49,7 +53,16 @@ class Literal:
         self.aval = aval
 
     def __repr__(self):
-        return f"{self.val!s}:{self.aval.str_short()}"
+        return f"{literal_str(self.val, self.aval)}:{self.aval.str_short()}"
+
+
+def literal_str(val, aval) -> str:
+    """A literal's value as JAX prints it: the Python scalar of its dtype's value
+    (``-0.9999999403953552`` for float32's ``nextafter(-1, 0)``, ``1065353216``, ``True``)."""
+    try:
+        return str(np.asarray(val, dtype=aval.dtype).item())
+    except (TypeError, ValueError):  # a value numpy cannot hold in that dtype (keys, ...)
+        return str(val)
 
 
 class JaxprEqn:
@@ -259,20 +272,48 @@ def _encode(n: int) -> str:
 
 
 class PPContext:
+    """Names of the variables (and shared sub-jaxprs) of one printed program.
+
+    Fresh names are given in order of appearance (a, b, ..., z, ba, ...), skipping the names
+    of shared jaxprs; ``suggest_same_names`` lets a call's inner variables print with the
+    names of the outer values they are bound to (JAX's ``suggest_same_var_names``);
+    ``unused`` holds the binders that nothing reads (printed ``_``).
+    """
+
     def __init__(self):
         self.names = {}
+        self.fresh = 0
+        self.shared = {}           # sub-jaxpr printed once at the top -> its name
+        self.shared_names = set()
+        self.unused = set()
 
     def name(self, v) -> str:
         n = self.names.get(v)
         if n is None:
-            n = self.names[v] = _encode(len(self.names))
+            n = _encode(self.fresh)
+            self.fresh += 1
+            while n in self.shared_names:
+                n = _encode(self.fresh)
+                self.fresh += 1
+            self.names[v] = n
         return n
+
+    def suggest_same_names(self, for_vars, like_vars) -> None:
+        """Name each of ``for_vars`` (not named yet) as the corresponding ``like_vars``."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for f, like in zip(for_vars, like_vars):
+            if (type(like) is not Literal and like not in used and type(f) is not Literal
+                    and f not in self.names):
+                used.add(like)
+                self.names[f] = pp_var(like, self)
 
 
 def pp_var(v, ctx: PPContext, unused=frozenset()) -> str:
     if type(v) is Literal:
         return repr(v)
-    if v in unused:
+    if v in unused or v in ctx.unused:
         return "_"
     return ctx.name(v)
 
@@ -341,7 +382,16 @@ def _unused_vars(jaxpr: Jaxpr) -> frozenset:
 
 
 def pp_jaxpr_doc(jaxpr: Jaxpr, ctx: PPContext) -> pp.Doc:
+    """``jaxpr``'s document (its name when it is printed once at the top, as shared)."""
+    name = ctx.shared.get(jaxpr)
+    if name is not None:
+        return pp.text(name)
+    return _pp_skeleton(jaxpr, ctx)
+
+
+def _pp_skeleton(jaxpr: Jaxpr, ctx: PPContext) -> pp.Doc:
     unused = _unused_vars(jaxpr)
+    ctx.unused |= unused
     constvars = pp_vars(jaxpr.constvars, ctx, print_shapes=True)
     invars = pp_vars(jaxpr.invars, ctx, print_shapes=True)
     eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx, unused) for e in jaxpr.eqns])
@@ -354,8 +404,55 @@ def pp_jaxpr_doc(jaxpr: Jaxpr, ctx: PPContext) -> pp.Doc:
         pp.text("in "), outvars])) + pp.text(" }"))
 
 
+# a sub-jaxpr of more equations than this is printed once, at the top (as JAX 0.10 does)
+SHARED_JAXPR_MIN_EQNS = 11
+
+
+def _shared_jaxprs(top: Jaxpr) -> list:
+    """``[(name, jaxpr)]``: the sub-jaxprs printed once at the top as ``let name = ... in``:
+    those used more than once, and those of more than 10 equations; named after the ``name``
+    param of the first equation holding them (``jaxpr`` otherwise), numbered when repeated."""
+    names, counts, queue = {}, {}, [top]
+    i = 0
+    while i < len(queue):
+        jaxpr = queue[i]
+        i += 1
+        counts[jaxpr] = counts.get(jaxpr, 0) + 1
+        if jaxpr is not top and len(jaxpr.eqns) >= SHARED_JAXPR_MIN_EQNS:
+            counts[jaxpr] += 1
+        for eqn in jaxpr.eqns:
+            name = eqn.params.get("name")
+            for sub in sub_jaxprs(eqn.params):
+                queue.append(sub)
+                if isinstance(name, str):
+                    names.setdefault(sub, name.strip("<>"))
+    shared, used = [], {}
+    for jaxpr, c in counts.items():
+        if c == 1:
+            continue
+        name = names.get(jaxpr, "jaxpr")
+        n = used.get(name, 0)
+        used[name] = n + 1
+        if n:
+            name += str(n)
+            used[name] = used.get(name, 0) + 1
+        shared.append((name, jaxpr))
+    return shared
+
+
+def pp_toplevel_doc(jaxpr: Jaxpr, ctx: PPContext) -> pp.Doc:
+    """``jaxpr`` with its shared sub-jaxprs first (``let _uniform = { ... } in``)."""
+    shared = _shared_jaxprs(jaxpr)
+    for name, sub in shared:
+        ctx.shared_names.add(name)
+        ctx.shared[sub] = name
+    docs = [pp.concat([pp.text(f"let {name} = "), _pp_skeleton(sub, ctx), pp.text(" in"),
+                       pp.brk()]) for name, sub in shared]
+    return pp.concat(docs + [pp_jaxpr_doc(jaxpr, ctx)])
+
+
 def pp_jaxpr_str(jaxpr: Jaxpr, width: int = 80) -> str:
-    return pp_jaxpr_doc(jaxpr, PPContext()).format(width)
+    return pp_toplevel_doc(jaxpr, PPContext()).format(width)
 
 
 def pp_eqn_str(eqn, width: int = 80) -> str:

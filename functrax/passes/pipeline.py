@@ -3,7 +3,9 @@
 :func:`optimize` first runs ``physicalize``, which rewrites values of extended dtypes (typed
 PRNG keys) onto their physical data (a type lowering, not one of ``PASSES``: the only step
 that changes the program's types, a ``key<fry>[n]`` input or output becoming ``u32[n,2]``,
-the buffer behind the key array); then the passes of ``PASSES``: ``inline`` removes
+the buffer behind the key array) and ``explicit_broadcasts`` (implicit size-1 broadcasts of
+elementwise operands become ``broadcast_in_dim``, so the passes and backends see equal
+shapes); then the passes of ``PASSES``: ``inline`` removes
 call boundaries; then ``simplify``, ``const_fold`` and ``cse`` (the passes in
 ``FIXED_POINT``, which feed each other: a fold makes a literal that simplifies, a
 simplification exposes duplicates, ...) repeat as a group until nothing changes (at most
@@ -22,6 +24,7 @@ from functrax.core import ClosedJaxpr, check_if_enabled
 from functrax.passes.const_fold import const_fold, prune_consts
 from functrax.passes.cse import cse
 from functrax.passes.dce import dce
+from functrax.passes.explicit_broadcast import explicit_broadcasts
 from functrax.passes.forward import forward
 from functrax.passes.hoist_accumulators import hoist_accumulators
 from functrax.passes.inline import inline_closed
@@ -65,6 +68,7 @@ def optimize(closed: ClosedJaxpr, passes=None) -> ClosedJaxpr:
     """
     passes = PASSES if passes is None else passes
     closed = physicalize(closed)  # a no-op (its argument) without extended dtypes
+    closed = explicit_broadcasts(closed)  # likewise without implicit size-1 broadcasts
     i = 0
     while i < len(passes):
         group = [passes[i]]

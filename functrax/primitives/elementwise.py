@@ -1,7 +1,10 @@
 """Elementwise primitives: unary and binary math, comparisons, logic, select, convert.
 
-Operands of n-ary ops have equal dtypes and equal shapes, except that a rank-0 operand may
-stand beside arrays (JAX's scalar promotion: ``add d 2.0:f32[]``), and ``pow`` takes an
+Operands of n-ary ops have equal dtypes; their shapes follow JAX's rule for lax operands: a
+rank-0 operand may stand beside arrays (``add d 2.0:f32[]``), and arrays of equal rank
+broadcast their size-1 dimensions (``mul j k`` with ``j:f32[2] k:f32[1]``, as JAX's
+``random.uniform`` stages it). ``passes/explicit_broadcast.py`` makes the latter explicit
+before lowering, so backends only see equal shapes or rank-0 operands. Also, ``pow`` takes an
 integer exponent beside any inexact base (as ``lax.pow`` does). The result is weakly typed
 only when every operand is.
 """
@@ -17,10 +20,34 @@ import operator
 
 
 def _nary_shape(name, avals):
-    shapes = {a.shape for a in avals if a.shape != ()}
-    if len(shapes) > 1:
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shape_str(avals)}.")
-    return shapes.pop() if shapes else ()
+    """The result shape of an n-ary elementwise op, by JAX's rule for lax operands: rank-0
+    operands stand beside arrays; arrays have equal ranks and each dimension is equal or 1
+    (a size-1 dimension broadcasts; a 0 beside 1s gives 0)."""
+    shapes = [a.shape for a in avals if a.shape != ()]
+    if not shapes:
+        return ()
+    if len({len(s) for s in shapes}) > 1:
+        raise TypeError(f"{name} got arrays of different rank: {shape_str(avals)}. "
+                        "(functrax.numpy functions broadcast for you; lax-level ops only "
+                        "broadcast size-1 dimensions of equal-rank operands.)")
+    out = []
+    for dims in zip(*shapes):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{shape_str(avals)}.")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape of an n-ary elementwise result on operands of ``shapes`` (rank-0 ones
+    beside arrays, size-1 dimensions of equal-rank ones broadcast).
+
+    >>> broadcast_shapes((2, 1), (), (1, 3))
+    (2, 3)
+    """
+    return _nary_shape("broadcast_shapes", [ShapedArray(tuple(s), np.float32) for s in shapes])
 
 
 def _same_dtype(name, avals):
@@ -47,7 +74,8 @@ def unop(name, accepted=ANY, out_dtype=None, family=Family.ELEMENTWISE):
 
 
 def binop(name, accepted=ANY, out_dtype=None, family=Family.ELEMENTWISE):
-    """Define a binary elementwise primitive on equal dtypes and shapes (or rank-0)."""
+    """Define a binary elementwise primitive on equal dtypes and broadcast-compatible shapes
+    (rank-0 operands, or size-1 dimensions of equal-rank operands: see ``_nary_shape``)."""
     p = new_primitive(name, family=family)
 
     def abstract_eval(x, y, **params):
@@ -321,7 +349,7 @@ def stop_gradient(x):
     return tree_map(stop, x)
 
 __all__ = [
-    "unop", "binop", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p", "round_p", "is_finite_p",
+    "unop", "binop", "broadcast_shapes", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p", "round_p", "is_finite_p",
     "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sqrt_p",
     "rsqrt_p", "cbrt_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p",
     "cosh_p", "asinh_p", "acosh_p", "atanh_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functrax import pretty_printer as pp
-from functrax.core.jaxpr import PPContext, pp_jaxpr_doc, pp_kv_pairs, pp_param_rules, sorted_params
+from functrax.core.jaxpr import pp_jaxpr_doc, pp_kv_pairs, pp_param_rules, sorted_params
 from functrax.primitives.calls import custom_jvp_call_p, custom_vjp_call_p, jit_p
 from functrax.primitives.contraction import dot_general_p
 from functrax.primitives.shape import broadcast_in_dim_p
@@ -35,9 +35,14 @@ pp_param_rules[broadcast_in_dim_p] = _broadcast_in_dim_pp
 pp_param_rules[dot_general_p] = _dot_general_pp
 
 
-# jit: JAX prints the inner jaxpr with its own variable names
+# jit: the inner jaxpr's binders print with the names of the values bound to them (JAX's
+# pjit rule), unless it is shared (printed once at the top)
 def _jit_pp(eqn, ctx):
-    inner = pp_jaxpr_doc(eqn.params["jaxpr"].jaxpr, PPContext())
+    jaxpr = eqn.params["jaxpr"].jaxpr
+    if jaxpr not in ctx.shared:
+        ctx.suggest_same_names(jaxpr.invars, eqn.invars)
+        ctx.suggest_same_names(jaxpr.outvars, eqn.outvars)
+    inner = pp_jaxpr_doc(jaxpr, ctx)
     items = [pp.text(f"name={eqn.params['name']}"), pp.text("jaxpr=") + inner]
     if eqn.params.get("backend"):
         items.insert(1, pp.text(f"backend={eqn.params['backend']}"))

@@ -14,7 +14,7 @@ from functrax.random import float_math as fm
 from functrax.random.distributions import uniform_real
 from functrax.control_flow.scan import scan
 from functrax.random.keys import check_key, split_key
-from functrax.transforms import jit
+from functrax.transforms import library_jit
 from functrax.random.sampler_args import (
     any_true, cast_to, const_like, float_dtype, int_dtype, param_shape, sampler_args, split_keys,
 )
@@ -131,7 +131,7 @@ def _poisson(key, lam, shape, dtype):
     return lax.select(lax.eq(lam, _c(lam, 0.0)), lax.full_like(result, 0), result)
 
 
-_poisson_jit = jit(_poisson, static_argnums=(2, 3))
+_poisson_jit = library_jit(_poisson, static_argnums=(2, 3))
 
 
 _STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
@@ -277,7 +277,7 @@ def _binomial(key, count, prob, shape, dtype):
                       lax.sub(lax.convert_element_type(count, dtype), samples))
 
 
-_binomial_jit = jit(_binomial, static_argnums=(3, 4))
+_binomial_jit = library_jit(_binomial, static_argnums=(3, 4))
 
 
 # --- multinomial ---

@@ -21,6 +21,7 @@ from functrax.lax import bitcast_convert_type
 from functrax.random.keys import check_key, random_bits, split_key
 from functrax.random.prng import UINT_DTYPES, canonicalize_shape
 from functrax.random.sampler_args import check_shape, dtype_arg, float_dtype, shape_of
+from functrax.transforms import library_jit
 
 # --- helpers ---
 
@@ -82,9 +83,27 @@ def _exact_scaling(minval, maxval, dtype) -> bool:
 
 
 def uniform_real(key, shape, dtype, minval, maxval):
+    """Uniform floats of ``dtype`` in ``[minval, maxval)`` (JAX's ``_uniform``, staged as
+    ``jit(_uniform)``): the bounds are checked here and converted in the jitted body."""
+    for argname, bound in (("minval", minval), ("maxval", maxval)):
+        check_arraylike(f"uniform ({argname})", bound)
+        check_shape("uniform", shape, shape_of(bound))
     exact = _exact_scaling(minval, maxval, dtype)
-    minval = _param("uniform", "minval", minval, dtype, shape)
-    maxval = _param("uniform", "maxval", maxval, dtype, shape)
+    return _uniform_jit(key, tuple(shape), np.dtype(dtype), exact, minval, maxval)
+
+
+def _broadcast_to_rank(x, rank):
+    """``x`` with leading size-1 axes up to ``rank`` (JAX's ``lax.broadcast_to_rank``)."""
+    shape = core.get_aval(x).shape
+    if len(shape) == rank:
+        return x
+    new = (1,) * (rank - len(shape)) + tuple(shape)
+    return lax.broadcast_in_dim(x, new, tuple(range(rank - len(shape), rank)))
+
+
+def _uniform(key, shape, dtype, exact, minval, maxval):
+    minval = _broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
+    maxval = _broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
     info = dtypes.finfo(dtype)
     nbits, nmant = info.bits, info.nmant
     rng_bits = nbits if nmant >= 8 else 8
@@ -97,16 +116,23 @@ def uniform_real(key, shape, dtype, minval, maxval):
     float_bits = lax.bitwise_or(
         lax.shift_right_logical(bits, np.asarray(rng_bits - nmant, uint_dtype)), one_bits)
     floats = lax.sub(bitcast_convert_type(float_bits, dtype), np.asarray(1.0, dtype))
+    # size-1 axes of the bounds broadcast in the lax ops, as JAX stages them
     span = lax.sub(maxval, minval)
     scaled = (lax.add(lax.mul(floats, span), minval) if exact
               else fm.fma(floats, span, minval))
     return lax.max(minval, scaled)
 
 
+# static: shape, dtype, and whether the scaling is exact (then a plain multiply-add)
+_uniform_jit = library_jit(_uniform, static_argnums=(1, 2, 3))
+
+
 def normal(key, shape=(), dtype=float):
     """Standard normal samples: ``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1).
 
-    Complex dtypes give independent real and imaginary parts of variance 1/2 each.
+    Complex dtypes give independent real and imaginary parts of variance 1/2 each. Staged
+    as JAX stages it: ``jit(_normal)`` around ``jit(_normal_real)`` around
+    ``jit(_uniform)``, with one ``erf_inv``.
 
     >>> from functrax.random import PRNGKey
     >>> normal(PRNGKey(0), (2,))
@@ -115,6 +141,10 @@ def normal(key, shape=(), dtype=float):
     key = check_key("normal", key)
     dtype = dtype_arg("normal", dtype, "fcV", "a float or complex dtype")
     shape = canonicalize_shape("normal", shape)
+    return _normal_jit(key, tuple(shape), np.dtype(dtype))
+
+
+def _normal(key, shape, dtype):
     if dtype.kind == "c":
         real = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
         key_re, key_im = split_key(key)
@@ -124,10 +154,20 @@ def normal(key, shape=(), dtype=float):
     return normal_real(key, shape, dtype)
 
 
-def normal_real(key, shape, dtype):
+def _normal_real(key, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = uniform_real(key, shape, dtype, lo, np.array(1.0, dtype))
-    return lax.mul(np.array(np.sqrt(2), dtype), fm.erf_inv(u))
+    # XLA's ErfInv32 (fused Horner steps) for float32: JAX's bits
+    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+_normal_jit = library_jit(_normal, static_argnums=(1, 2))
+_normal_real_jit = library_jit(_normal_real, static_argnums=(1, 2))
+
+
+def normal_real(key, shape, dtype):
+    """Standard normal samples of a real float ``dtype`` (``jit(_normal_real)``)."""
+    return _normal_real_jit(key, tuple(shape), np.dtype(dtype))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=float):
@@ -155,7 +195,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=float):
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
     u = uniform_real(key, shape, dtype, a, b)
-    out = lax.mul(sqrt2, fm.erf_inv(u))
+    out = lax.mul(sqrt2, lax.erf_inv(u))
     # clamp into the open interval: rounding (or u == a) must not leave it
     lo = lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype))
     hi = lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype))

@@ -1,11 +1,12 @@
 """Floating-point kernels that reproduce what JAX computes on CPU, bit for bit.
 
 JAX samplers are jitted, and XLA:CPU (1) contracts a multiply feeding an add into one fused
-multiply-add, (2) computes ``erf_inv`` with Giles' single-precision polynomial, and (3)
-computes float32 ``log`` with a Cephes polynomial rather than the correctly rounded value.
-The samplers use these helpers where the difference is visible in the results (a uniform
-on ``[minval, maxval)``, normals, Gumbel noise): built from lax operations, they trace,
-batch and differentiate like any other code.
+multiply-add and (2) computes float32 ``log`` with a Cephes polynomial rather than the
+correctly rounded value. The samplers use these helpers where the difference is visible in
+the results (a uniform on ``[minval, maxval)`` whose span is not a power of two, Gumbel
+noise): built from lax operations, they trace, batch and differentiate like any other code.
+(``erf_inv`` is a primitive whose float32 lowering is XLA's ErfInv32, fused steps included:
+``functrax/lowering/numpy/special_functions.py``.)
 """
 from __future__ import annotations
 
@@ -58,41 +59,6 @@ def fma(a, b, c):
     diff = lax.sub(_fma_emulated(a, b, c, splitter), lax.stop_gradient(plain))
     diff = lax.select(lax.is_finite(diff), diff, lax.full_like(diff, 0))
     return lax.add(plain, lax.stop_gradient(diff))
-
-
-# --- erf_inv: XLA's ErfInv32 (Giles, "Approximating the erfinv function") ---
-
-_ERFINV_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                  0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def _erf_inv_f32(x):
-    w = lax.neg(lax.log1p(lax.mul(x, lax.neg(x))))
-    lt = lax.lt(w, 5.0)
-    w = lax.select(lt, lax.sub(w, 2.5), lax.sub(lax.sqrt(w), 3.0))
-
-    def coefficient(i):
-        return lax.select(lt, lax.full_like(w, _ERFINV_W_LT_5[i]),
-                          lax.full_like(w, _ERFINV_W_GE_5[i]))
-    p = coefficient(0)
-    for i in range(1, len(_ERFINV_W_LT_5)):
-        p = fma(p, w, coefficient(i))
-    # erf_inv(+-1) = +-inf; the polynomial is indeterminate there
-    return lax.select(lax.eq(lax.abs(x), 1.0), lax.mul(x, np.inf), lax.mul(p, x))
-
-
-def erf_inv(x):
-    """The inverse error function as JAX computes it on CPU (float16/bfloat16 via float32;
-    float64 uses ``lax.erf_inv``)."""
-    dt = _dtype(x)
-    if dt == np.float32:
-        return _erf_inv_f32(x)
-    if dt.itemsize == 2:
-        return lax.convert_element_type(_erf_inv_f32(lax.convert_element_type(x, np.float32)),
-                                        dt)
-    return lax.erf_inv(x)
 
 
 # --- log: XLA:CPU's vectorized float32 logarithm (Cephes, as Eigen's plog) ---

@@ -32,7 +32,7 @@ from functrax.random import float_math as fm
 from functrax.random.distributions import normal_real, uniform_real, rademacher
 from functrax.random.keys import check_key, split_key
 from functrax.random.prng import canonicalize_shape
-from functrax.transforms import custom_jvp, jit, vmap
+from functrax.transforms import custom_jvp, library_jit, vmap
 from functrax.random.sampler_args import (
     cast_to, check_shape, float_dtype, param_shape, sampler_args, shape_of, split_keys,
 )
@@ -106,7 +106,7 @@ def _gamma_sample_impl(key, a, log_space):
     return lax.reshape(out, aval.shape)
 
 
-_gamma_sample_jit = jit(_gamma_sample_impl, static_argnums=(2,))
+_gamma_sample_jit = library_jit(_gamma_sample_impl, static_argnums=(2,))
 
 
 def _gamma_grad(sample, a, log_space):

@@ -17,7 +17,9 @@ from functrax.transforms.checkpoint import checkpoint, checkpoint_policies, rema
 from functrax.transforms import batching_rules as _batching_rules  # noqa: F401,E402
 from functrax.transforms.vmap import vmap  # noqa: F401,E402
 from functrax.transforms import jit_rules as _jit_rules  # noqa: F401,E402
-from functrax.transforms.jit import block_until_ready, clear_caches, disable_jit, jit  # noqa: F401,E402
+from functrax.transforms.jit import (  # noqa: F401,E402
+    block_until_ready, clear_caches, disable_jit, jit, library_jit,
+)
 from functrax.transforms import batching_rules_indexing as _batching_rules_indexing  # noqa: F401,E402
 from functrax.transforms import batching_rules_calls as _batching_rules_calls  # noqa: F401,E402
 from functrax.transforms import collective_rules as _collective_rules  # noqa: F401,E402

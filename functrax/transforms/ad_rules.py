@@ -4,9 +4,11 @@ Rules bind primitives through ``functrax.lax`` so that they work on any trace. W
 writes a rule in a particular form (``mul g (cos x)``), the rule is written in that form, so
 that printed jaxprs of derivatives match JAX's.
 
-Elementwise operands have equal shapes except that a rank-0 operand may stand beside arrays;
-a tangent contribution that would otherwise keep the rank-0 shape is broadcast explicitly
-(JAX's ``_maybe_broadcast``), so that every tangent has its output's shape.
+Elementwise operands broadcast as JAX's lax operands do (a rank-0 operand beside arrays,
+size-1 dimensions of equal-rank operands); a tangent contribution that would otherwise keep
+an operand's smaller shape is broadcast explicitly (JAX's ``_maybe_broadcast``), so that
+every tangent has its output's shape, and a cotangent is summed back to its operand's shape
+(JAX's ``_unbroadcast``).
 """
 from __future__ import annotations
 
@@ -41,15 +43,15 @@ def _is_complex(x) -> bool:
 
 
 def _maybe_broadcast(shape, x):
-    """``x`` (of shape ``shape`` or rank 0) broadcast to ``shape``."""
-    if core.get_aval(x).shape == tuple(shape):
+    """``x`` (rank 0, or of ``shape``'s rank with size-1 dimensions) broadcast to ``shape``."""
+    x_shape = core.get_aval(x).shape
+    if x_shape == tuple(shape):
         return x
-    return P.broadcast_in_dim(x, shape, ())
+    return P.broadcast_in_dim(x, shape, tuple(range(len(x_shape))))
 
 
 def _out_shape(*xs):
-    shapes = [operand_aval(x).shape for x in xs if operand_aval(x).shape != ()]
-    return shapes[0] if shapes else ()
+    return P.broadcast_shapes(*(operand_aval(x).shape for x in xs))
 
 
 def _replace_zero(x):
@@ -215,11 +217,15 @@ deflinear_transpose(P.reduce_precision_p, lambda ct, x, **params: [
 
 
 def _unbroadcast(aval, ct):
-    """Cotangent of a rank-0 operand that stood beside arrays: sum it."""
-    ct_aval = core.get_aval(ct)
-    if aval.shape == ct_aval.shape:
+    """Cotangent of an operand that was broadcast (rank 0 beside arrays, or size-1
+    dimensions): summed over the broadcast axes, in the operand's shape."""
+    ct_shape = core.get_aval(ct).shape
+    if aval.shape == ct_shape:
         return ct
-    return P.reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    if aval.shape == ():
+        return P.reduce_sum(ct, tuple(range(len(ct_shape))))
+    axes = tuple(i for i, (a, c) in enumerate(zip(aval.shape, ct_shape)) if a != c)
+    return P.reshape(P.reduce_sum(ct, axes), aval.shape)
 
 
 def _add_jvp(primals, tangents):

@@ -13,10 +13,12 @@ def _shape(x):
 
 
 def defbroadcasting(prim):
-    """n-ary elementwise on equal shapes (rank-0 operands may stand beside arrays).
+    """n-ary elementwise on broadcast-compatible shapes (rank-0 operands beside arrays,
+    size-1 dimensions of equal-rank operands).
 
     Batched operands get their batch axis in one place; unbatched rank-0 operands stay
-    scalars; unbatched arrays are broadcast along the batch (needed: shapes must be equal).
+    scalars; unbatched arrays are broadcast along the batch (ranks must be equal); size-1
+    dimensions are left to the primitive's own broadcasting.
     """
     def rule(axis, vals, dims, **params):
         if len(vals) == 1:  # unary: the batch axis stays where it is
@@ -28,7 +30,7 @@ def defbroadcasting(prim):
         if len(full) == 1 and len(bds) == 1 and unb_scalars:
             return prim.bind(*vals, **params), bds.pop()  # already aligned: no data movement
         per_ex = [_per_example_shape(v, d) for v, d in zip(vals, dims)]
-        out_shape = next((s for s in per_ex if s != ()), ())
+        out_shape = P.broadcast_shapes(*per_ex)
         new = []
         for v, d, s in zip(vals, dims, per_ex):
             if d is None:

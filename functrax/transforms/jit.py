@@ -188,6 +188,7 @@ class JitFunction:
         self._ctx = None
         self._sync_context()
         self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums)
+        self.warn_recompiles = True  # False for the library's own jitted helpers
 
     def _sync_context(self):
         """Select the shared traces of the current trace context (config flags such as
@@ -297,7 +298,8 @@ class JitFunction:
                            self._name, reason, entry.trace_time)
         if config.explain_cache_misses:
             logger.warning("%s", self._explain_miss(key, info))
-        if shared.compiles > config.jit_recompile_warn_threshold and not shared.warned:
+        if (shared.compiles > config.jit_recompile_warn_threshold and not shared.warned
+                and self.warn_recompiles):
             shared.warned = True
             warnings.warn(
                 f"functrax.jit: '{self._name}' has been compiled {shared.compiles} times; the "
@@ -674,6 +676,15 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                         f"{type(fun).__name__}")
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        backend, device)
+
+
+def library_jit(fun, **options) -> JitFunction:
+    """``jit(fun, **options)`` for a helper of the library itself (a sampler staged as JAX
+    stages it, ``jit(_uniform)``): compiled once per shape like any jit, but a user who
+    samples many shapes gets no :class:`RecompileWarning` about code they did not write."""
+    f = jit(fun, **options)
+    f.warn_recompiles = False
+    return f
 
 
 # --- the primitive ---

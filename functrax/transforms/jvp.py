@@ -117,6 +117,17 @@ class JVPTrace(core.Trace):
 # --- rule families ---
 
 
+def _to_out_shape(t, out):
+    """A tangent contribution of a broadcast operand (rank 0, or size-1 dimensions of an
+    elementwise operand) broadcast to the output's shape (JAX's ``_maybe_broadcast``)."""
+    if type(t) is Zero:
+        return t
+    t_shape, shape = core.get_aval(t).shape, core.get_aval(out).shape
+    if t_shape == shape:
+        return t
+    return P.broadcast_in_dim(t, shape, tuple(range(len(t_shape))))
+
+
 def defjvp(prim, *tangent_fns):
     """One function per argument: ``fn(t, *primals, **params) -> contribution``; None: no
     dependence. The contributions are summed."""
@@ -126,7 +137,7 @@ def defjvp(prim, *tangent_fns):
         for fn, t in zip(tangent_fns, tangents):
             if fn is not None and type(t) is not Zero:
                 t_out = add_tangents(t_out, fn(t, *primals, **params))
-        return out, t_out
+        return out, _to_out_shape(t_out, out)
     jvp_rules[prim] = rule
 
 
@@ -139,7 +150,7 @@ def defjvp2(prim, *tangent_fns):
         for fn, t in zip(tangent_fns, tangents):
             if fn is not None and type(t) is not Zero:
                 t_out = add_tangents(t_out, fn(t, out, *primals, **params))
-        return out, t_out
+        return out, _to_out_shape(t_out, out)
     jvp_rules[prim] = rule
 
 

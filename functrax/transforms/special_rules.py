@@ -31,9 +31,9 @@ def _const(x, v):
 
 def _full_shape(out_of, x):
     """``x`` broadcast to the shape of the (elementwise) operands ``out_of``."""
-    shapes = [core.get_aval(v).shape for v in out_of if core.get_aval(v).shape != ()]
-    shape = shapes[0] if shapes else ()
-    return x if core.get_aval(x).shape == shape else P.broadcast_in_dim(x, shape, ())
+    shape = P.broadcast_shapes(*(core.get_aval(v).shape for v in out_of))
+    x_shape = core.get_aval(x).shape
+    return x if x_shape == shape else P.broadcast_in_dim(x, shape, tuple(range(len(x_shape))))
 
 
 # --- incomplete gamma ---

@@ -45,6 +45,7 @@ from functrax.lowering.c.cache import LibraryCache, default_cache
 from functrax.lowering.c.prelude import PRELUDE
 from functrax.lowering.c.rules import UnsupportedError
 from functrax.lowering.c.toolchain import CompileError, toolchain
+from functrax.passes.explicit_broadcast import explicit_broadcasts
 from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
 from functrax.lowering.numpy.executor import compile_jaxpr
@@ -325,8 +326,9 @@ def _prepare(closed: ClosedJaxpr, fusion_config):
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"compile_c: expected a ClosedJaxpr (e.g. functrax.jit(f)"
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
+    closed = explicit_broadcasts(closed)  # no-op (its argument) if optimized
     plan = plan_fusion(closed, fusion_config)
-    return plan, [_step(i, g) for i, g in enumerate(plan.groups)]
+    return closed, plan, [_step(i, g) for i, g in enumerate(plan.groups)]
 
 
 def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | None = None,
@@ -351,7 +353,7 @@ def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | 
     >>> prog = compile_c(optimize(functrax.make_jaxpr(f)(x)))         # doctest: +SKIP
     >>> prog.fallbacks                                                # doctest: +SKIP
     """
-    plan, steps = _prepare(closed, fusion_config)
+    closed, plan, steps = _prepare(closed, fusion_config)
     STATS["programs"] += 1
     kernels = [s.kernel for s in steps if s.kernel is not None]
     if kernels:
@@ -389,7 +391,7 @@ def compile_many(closeds, *, cache: LibraryCache | None = None, per_library: int
     tc = toolchain()
     if tc.available:
         todo = {}
-        for _, steps in prepared:
+        for _, _, steps in prepared:
             for s in steps:
                 if s.kernel is not None and s.kernel.name not in _LOADED:
                     todo.setdefault(s.kernel.name, s.kernel)

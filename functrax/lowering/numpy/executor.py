@@ -33,6 +33,7 @@ from functrax import primitives as P
 from functrax.core import Literal, has_effects
 from functrax.errors import MissingRuleError
 from functrax.lowering.numpy.rules import numpy_rules, numpy_ufuncs
+from functrax.passes.explicit_broadcast import explicit_broadcasts
 from functrax.passes.physicalize import physicalize
 
 _NUMERIC = "biufc"  # builtin numpy dtype kinds (ml_dtypes types such as bfloat16 are 'V')
@@ -466,6 +467,7 @@ def compile_jaxpr(closed: core.ClosedJaxpr, donated=()) -> Executable:
     reuse.
     """
     closed = physicalize(closed)  # typed PRNG keys -> their uint32 data (no-op if optimized)
+    closed = explicit_broadcasts(closed)  # size-1 broadcasts -> broadcast_in_dim (likewise)
     jaxpr = closed.jaxpr
     ops = _plan(jaxpr)
     consts = [_np(c) for c in closed.consts]

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-__all__ = ["erf", "erfc", "lgamma", "digamma", "erf_inv", "as_f64", "finish", "lgamma64",
+__all__ = ["erf", "erfc", "lgamma", "digamma", "erf_inv", "erf_inv32", "fma32", "as_f64", "finish", "lgamma64",
            "digamma64", "log1pmx", "stirling_correction", "lbeta64", "EPS64",
            "weideman_coefficients", "erfc64"]
 
@@ -192,6 +192,14 @@ _INV_SQRT_PI = 0.5641895835477563
 
 
 def erf_inv(x):
+    """Inverse error function as JAX computes it: XLA's single-precision ErfInv32 for
+    float32 (float16/bfloat16 through float32), an accurate float64 one for float64."""
+    if np.dtype(x.dtype) == np.float64:
+        return erf_inv64(x)
+    return erf_inv32(np.asarray(x, np.float32)).astype(x.dtype)
+
+
+def erf_inv64(x):
     """Inverse error function: Giles' single-precision approximation, refined by Newton."""
     v = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
@@ -214,3 +222,50 @@ def erf_inv(x):
         y = np.where(np.abs(v) == 1.0, np.sign(v) * np.inf, y)
         y = np.where(np.abs(v) > 1.0, np.nan, y)
     return finish(y, x.dtype)
+
+
+# XLA's ErfInv32 (Giles, "Approximating the erfinv function"): w = -log1p(-x^2) and one
+# polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, each Horner step a fused multiply-add
+ERFINV32_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+ERFINV32_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                   0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def fma32(a, b, c):
+    """``a * b + c`` of float32 arrays, rounded once to float32 (a fused multiply-add).
+
+    The product is exact in float64; the float64 sum is rounded to odd (its TwoSum error
+    says which neighbour the exact value lies towards), so the final rounding to float32 is
+    the correctly rounded fused result (Boldo & Melquiond's round-to-odd).
+
+    >>> a = np.float32(1 + 2 ** -12)
+    >>> float(fma32(a, a, np.float32(-1))) == 2 ** -11 + 2 ** -24
+    True
+    """
+    ab = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    with np.errstate(all="ignore"):
+        s = ab + c
+        bb = s - ab
+        err = (ab - (s - bb)) + (c - bb)
+        bits = np.asarray(s).view(np.int64)
+        fix = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
+        step = np.where((err > 0) == (s > 0), 1, -1).astype(np.int64)
+        odd = np.where(fix, bits + step, bits).view(np.float64)
+        return odd.astype(np.float32)
+
+
+def erf_inv32(x):
+    """XLA's ErfInv32 on float32 ``x``, bit for bit (log1p rounded once, as the numpy
+    backend's ``log1p``; every Horner step fused, as XLA:CPU contracts them)."""
+    f32 = np.float32
+    with np.errstate(all="ignore"):
+        w = -np.log1p((x * -x).astype(np.float64)).astype(f32)
+        lt = w < f32(5.0)
+        w = np.where(lt, w - f32(2.5), np.sqrt(w) - f32(3.0)).astype(f32)
+        coeffs = [np.where(lt, f32(a), f32(b)) for a, b in zip(ERFINV32_W_LT_5, ERFINV32_W_GE_5)]
+        p = coeffs[0]
+        for c in coeffs[1:]:
+            p = fma32(p, w, c)
+        return np.where(np.abs(x) == f32(1.0), x * f32(np.inf), p * x).astype(f32)

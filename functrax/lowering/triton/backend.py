@@ -47,6 +47,7 @@ from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
 from functrax import primitives as P
+from functrax.passes.explicit_broadcast import explicit_broadcasts
 from functrax.passes.physicalize import physicalize
 from functrax.lowering.triton import runtime
 from functrax.lowering.triton.codegen import KernelConfig
@@ -288,6 +289,7 @@ def compile_triton(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConf
         raise TypeError(f"compile_triton: expected a ClosedJaxpr (e.g. functrax.jit(f)"
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
     closed = physicalize(closed)  # typed PRNG keys -> their uint32 data (no-op if optimized)
+    closed = explicit_broadcasts(closed)  # size-1 broadcasts -> broadcast_in_dim (likewise)
     closed = rewrite_patterns(closed, kernel_config)  # attention: one fused_attention eqn
     plan = plan_fusion(closed, fusion_config)
     steps = [_step(i, g, kernel_config, cache) for i, g in enumerate(plan.groups)]

@@ -15,12 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from functrax import primitives as P
-from functrax.lowering.numpy.special_functions import weideman_coefficients
+from functrax.lowering.numpy.special_functions import (
+    ERFINV32_W_GE_5, ERFINV32_W_LT_5, weideman_coefficients,
+)
 from functrax.lowering.numpy.special_zeta_bessel import I0E_A, I0E_B, I1E_A, I1E_B
 from functrax.lowering.triton.rules import (
     B, F, INF, NAN, SI, U, RuleContext, ReduceRule, UnsupportedError, deftemplate, Steps, tl_name,
-    reduce_rules, tl_dtype,
+    reduce_rules, tl_dtype, variant_of,
 )
+from functrax.lowering.triton.rules import _log1p  # the float64 log1p building block
+
 
 __all__ = ["HELPERS", "argreduce_rule", "arg_reduce_rules"]
 
@@ -150,7 +154,8 @@ _ERFINV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 
 
 def _erf_inv():
-    """Giles' approximation and two Newton steps on erf(y) - x (as special.erf_inv)."""
+    """float64: Giles' approximation and two Newton steps on erf(y) - x (as the numpy
+    backend's ``erf_inv64``)."""
     s = Steps()
     x = _f64(s)
     w = s.let(f"-tl.log((1.0 - {x}) * (1.0 + {x}))")
@@ -168,7 +173,45 @@ def _erf_inv():
 deftemplate(P.erfc_p, _erfc(), F)
 deftemplate(P.lgamma_p, _lgamma(), F)
 deftemplate(P.digamma_p, _digamma(), F)
-deftemplate(P.erf_inv_p, _erf_inv(), F)
+def _fma32(s: Steps, a: str, b: str, c: str) -> str:
+    """``a * b + c`` of float32 values rounded once (as the numpy backend's ``fma32``): the
+    product is exact in float64, the float64 sum is rounded to odd (its TwoSum error names
+    the neighbour towards the exact value), then rounded to float32. Contracting the float64
+    steps (the GPU may) changes nothing: the product is exact."""
+    ab = s.let(f"{a}.to(tl.float64) * {b}.to(tl.float64)")
+    c = s.let(f"{c}.to(tl.float64)")
+    sm = s.let(f"{ab} + {c}")
+    bb = s.let(f"{sm} - {ab}")
+    err = s.let(f"({ab} - ({sm} - {bb})) + ({c} - {bb})")
+    bits = s.let(f"{sm}.to(tl.int64, bitcast=True)")
+    fix = s.let(f"({err} != 0.0) & (({bits} & 1) == 0) & (tl.abs({sm}) < {INF})")
+    odd = s.let(f"tl.where({fix}, tl.where(({err} > 0.0) == ({sm} > 0.0), {bits} + 1, "
+                f"{bits} - 1), {bits})")
+    return s.let(f"{odd}.to(tl.float64, bitcast=True).to(tl.float32)")
+
+
+def _erf_inv32():
+    """float32 (float16/bfloat16 through it): XLA's ErfInv32 bit for bit, as the numpy
+    backend's ``erf_inv32``: float32 steps, ``log1p`` in float64 rounded once, each Horner
+    step a fused multiply-add."""
+    s = Steps()
+    x = s.let("{0}.to(tl.float32)")
+    t = s.let(f"({x} * -{x}).to(tl.float64)")
+    w = s.let(f"(-{_log1p(s, t)}).to(tl.float32)")
+    lt = s.let(f"{w} < 5.0")
+    w = s.let(f"tl.where({lt}, {w} - 2.5, tl.sqrt_rn({w}) - 3.0)")
+    coeffs = [f"tl.where({lt}, {float(np.float32(a))!r}, {float(np.float32(b))!r})"
+              for a, b in zip(ERFINV32_W_LT_5, ERFINV32_W_GE_5)]
+    p = s.let(f"({coeffs[0]}).to(tl.float32)")
+    for c in coeffs[1:]:
+        p = _fma32(s, p, w, s.let(f"({c}).to(tl.float32)"))
+    return s.result(f"tl.where(tl.abs({x}) == 1.0, {x} * {INF}, {p} * {x}).to({{R}})")
+
+
+variant_of[P.erf_inv_p] = lambda ctx: ("f64" if np.dtype(ctx.in_avals[0].dtype) == np.float64
+                                       else "f32")
+deftemplate(P.erf_inv_p, _erf_inv(), "f64")
+deftemplate(P.erf_inv_p, _erf_inv32(), "f32")
 deftemplate(P.bessel_i0e_p, _scaled_bessel(I0E_A, I0E_B, False), F)
 deftemplate(P.bessel_i1e_p, _scaled_bessel(I1E_A, I1E_B, True), F)
 deftemplate(P.conj_p, "{0}", F)

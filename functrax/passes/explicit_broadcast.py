@@ -1,0 +1,87 @@
+"""Explicit broadcasts: implicit size-1 broadcasting made visible before lowering.
+
+JAX's lax operands of an n-ary elementwise primitive may broadcast size-1 dimensions when
+their ranks are equal (``mul j k`` with ``j:f32[2] k:f32[1]``: ``random.uniform`` stages
+one), so traced programs carry them. Backends and fusion keep the simpler contract of
+STYLE.md §3: an operand has the output's shape or rank 0. :func:`explicit_broadcasts`, run
+at the lowering boundary (``pipeline.optimize``, after ``physicalize``, and by the
+compilers that take a jaxpr directly), puts a ``broadcast_in_dim`` before every such operand,
+in sub-jaxprs too; it returns its argument itself when there is none (the common case).
+
+>>> import functrax, functrax.numpy as fnp
+>>> from functrax import lax
+>>> c = functrax.make_jaxpr(lambda x, y: lax.mul(x, y))(fnp.ones(2), fnp.ones(1))
+>>> print(explicit_broadcasts(c))
+{ lambda ; a:f32[2] b:f32[1]. let
+    c:f32[2] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2,)] b
+    d:f32[2] = mul a c
+  in (d,) }
+"""
+from __future__ import annotations
+
+import weakref
+
+from functrax import core
+from functrax import primitives as P
+from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var, sub_jaxprs
+
+_DONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def explicit_broadcasts(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``closed`` with every implicit size-1 broadcast of an elementwise operand made a
+    ``broadcast_in_dim`` (``closed`` itself when there is none)."""
+    jaxpr = explicit_broadcasts_jaxpr(closed.jaxpr)
+    return closed if jaxpr is closed.jaxpr else ClosedJaxpr(jaxpr, closed.consts)
+
+
+def explicit_broadcasts_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """The open-jaxpr form of :func:`explicit_broadcasts` (jaxprs found to need nothing are
+    remembered, per object)."""
+    if jaxpr in _DONE:
+        return jaxpr
+    eqns, changed = [], False
+    for eqn in jaxpr.eqns:
+        new = _rewrite(eqn)
+        changed |= new[-1] is not eqn
+        eqns.extend(new)
+    if not changed:
+        _DONE[jaxpr] = True
+        return jaxpr
+    out = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.debug_info)
+    _DONE[out] = True
+    return out
+
+
+def _rewrite(eqn: JaxprEqn) -> list:
+    """``eqn`` (or the broadcasts it needs, then its rewritten form)."""
+    if any(True for _ in sub_jaxprs(eqn.params)):
+        params = {k: _sub_param(v) for k, v in eqn.params.items()}
+        if any(params[k] is not eqn.params[k] for k in params):
+            return [eqn.replace(params=params)]
+        return [eqn]
+    if eqn.primitive.family not in core.ELEMENTWISE_FAMILIES or len(eqn.outvars) != 1:
+        return [eqn]
+    shape = eqn.outvars[0].aval.shape
+    pre, invars = [], []
+    for v in eqn.invars:
+        a = v.aval
+        if a.shape in ((), shape) or len(a.shape) != len(shape):
+            invars.append(v)
+            continue
+        b = Var(ShapedArray(shape, a.dtype, a.weak_type))
+        pre.append(JaxprEqn([v], [b], P.broadcast_in_dim_p,
+                            dict(shape=shape, broadcast_dimensions=tuple(range(len(shape))))))
+        invars.append(b)
+    return pre + [eqn.replace(invars=invars)] if pre else [eqn]
+
+
+def _sub_param(v):
+    if isinstance(v, ClosedJaxpr):
+        return explicit_broadcasts(v)
+    if isinstance(v, Jaxpr):
+        return explicit_broadcasts_jaxpr(v)
+    if type(v) is tuple and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
+        new = tuple(_sub_param(x) for x in v)
+        return v if all(a is b for a, b in zip(new, v)) else new
+    return v

@@ -10,8 +10,8 @@ ba, bb, ...), sub-jaxprs continue the naming of their parent, outputs that nothi
 print as ``_``, literals print as the Python scalar of their value with their type
 (``2.0:f32[]``, ``-0.9999999403953552:f32[]``), params are sorted and broken onto lines when
 they do not fit, and sub-jaxprs used twice or of more than 10 equations print once, first
-(``let _uniform = { lambda ... } in``), named after the call that holds them. Per-primitive printing lives in the ``pp_param_rules``
-table.
+(``let _uniform = { lambda ... } in``), named after the call that holds them. Per-primitive
+printing lives in the ``pp_param_rules`` table.
 
 Effects: an equation may have side effects (a debug print, an IO callback): ``effect_rules``
 (primitive -> ``fn(params) -> frozenset`` of :class:`Effect`) says which; an equation holding

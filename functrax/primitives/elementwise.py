@@ -349,7 +349,8 @@ def stop_gradient(x):
     return tree_map(stop, x)
 
 __all__ = [
-    "unop", "binop", "broadcast_shapes", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p", "round_p", "is_finite_p",
+    "unop", "binop", "broadcast_shapes", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p",
+    "round_p", "is_finite_p",
     "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sqrt_p",
     "rsqrt_p", "cbrt_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p",
     "cosh_p", "asinh_p", "acosh_p", "atanh_p", "erf_p", "erfc_p", "erf_inv_p", "lgamma_p",

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-__all__ = ["erf", "erfc", "lgamma", "digamma", "erf_inv", "erf_inv32", "fma32", "as_f64", "finish", "lgamma64",
+__all__ = ["erf", "erfc", "lgamma", "digamma", "erf_inv", "erf_inv32", "erf_inv64", "fma32",
+          "ERFINV32_W_LT_5", "ERFINV32_W_GE_5", "as_f64", "finish", "lgamma64",
            "digamma64", "log1pmx", "stirling_correction", "lbeta64", "EPS64",
            "weideman_coefficients", "erfc64"]
 

@@ -40,16 +40,6 @@ def _nary_shape(name, avals):
     return tuple(out)
 
 
-def broadcast_shapes(*shapes) -> tuple:
-    """The shape of an n-ary elementwise result on operands of ``shapes`` (rank-0 ones
-    beside arrays, size-1 dimensions of equal-rank ones broadcast).
-
-    >>> broadcast_shapes((2, 1), (), (1, 3))
-    (2, 3)
-    """
-    return _nary_shape("broadcast_shapes", [ShapedArray(tuple(s), np.float32) for s in shapes])
-
-
 def _same_dtype(name, avals):
     dts = {a.dtype for a in avals}
     if len(dts) > 1:
@@ -349,7 +339,7 @@ def stop_gradient(x):
     return tree_map(stop, x)
 
 __all__ = [
-    "unop", "binop", "broadcast_shapes", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p",
+    "unop", "binop", "neg_p", "sign_p", "abs_p", "floor_p", "ceil_p",
     "round_p", "is_finite_p",
     "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sqrt_p",
     "rsqrt_p", "cbrt_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p", "sinh_p",

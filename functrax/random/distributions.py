@@ -92,18 +92,9 @@ def uniform_real(key, shape, dtype, minval, maxval):
     return _uniform_jit(key, tuple(shape), np.dtype(dtype), exact, minval, maxval)
 
 
-def _broadcast_to_rank(x, rank):
-    """``x`` with leading size-1 axes up to ``rank`` (JAX's ``lax.broadcast_to_rank``)."""
-    shape = core.get_aval(x).shape
-    if len(shape) == rank:
-        return x
-    new = (1,) * (rank - len(shape)) + tuple(shape)
-    return lax.broadcast_in_dim(x, new, tuple(range(rank - len(shape), rank)))
-
-
 def _uniform(key, shape, dtype, exact, minval, maxval):
-    minval = _broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = _broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
+    minval = lax.broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
+    maxval = lax.broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
     info = dtypes.finfo(dtype)
     nbits, nmant = info.bits, info.nmant
     rng_bits = nbits if nmant >= 8 else 8

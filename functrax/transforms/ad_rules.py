@@ -17,7 +17,8 @@ import numpy as np
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.transforms.jvp import (
-    Zero, defjvp, defjvp2, defjvp_zero, deflinear, instantiate, jvp_rules, tangent_aval,
+    Zero, defjvp, defjvp2, defjvp_zero, deflinear, instantiate, jvp_rules, maybe_broadcast,
+    tangent_aval,
 )
 from functrax.transforms.transpose import deflinear_transpose, is_undefined
 
@@ -42,12 +43,7 @@ def _is_complex(x) -> bool:
     return operand_aval(x).dtype.kind == "c"
 
 
-def _maybe_broadcast(shape, x):
-    """``x`` (rank 0, or of ``shape``'s rank with size-1 dimensions) broadcast to ``shape``."""
-    x_shape = core.get_aval(x).shape
-    if x_shape == tuple(shape):
-        return x
-    return P.broadcast_in_dim(x, shape, tuple(range(len(x_shape))))
+_maybe_broadcast = maybe_broadcast
 
 
 def _out_shape(*xs):

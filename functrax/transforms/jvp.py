@@ -117,15 +117,18 @@ class JVPTrace(core.Trace):
 # --- rule families ---
 
 
+def maybe_broadcast(shape, x):
+    """``x`` (rank 0, or of ``shape``'s rank with size-1 dimensions: an elementwise operand)
+    broadcast to ``shape`` (JAX's ``_maybe_broadcast``)."""
+    x_shape = core.get_aval(x).shape
+    if x_shape == tuple(shape):
+        return x
+    return P.broadcast_in_dim(x, tuple(shape), tuple(range(len(x_shape))))
+
+
 def _to_out_shape(t, out):
-    """A tangent contribution of a broadcast operand (rank 0, or size-1 dimensions of an
-    elementwise operand) broadcast to the output's shape (JAX's ``_maybe_broadcast``)."""
-    if type(t) is Zero:
-        return t
-    t_shape, shape = core.get_aval(t).shape, core.get_aval(out).shape
-    if t_shape == shape:
-        return t
-    return P.broadcast_in_dim(t, shape, tuple(range(len(t_shape))))
+    """A tangent contribution of a broadcast operand, in the output's shape."""
+    return t if type(t) is Zero else maybe_broadcast(core.get_aval(out).shape, t)
 
 
 def defjvp(prim, *tangent_fns):

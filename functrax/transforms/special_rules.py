@@ -20,7 +20,7 @@ import numpy as np
 from functrax import core, dtypes
 from functrax import primitives as P
 from functrax.lowering.numpy.special_zeta_bessel import ZETA_BERNOULLI
-from functrax.transforms.jvp import defjvp, defjvp2
+from functrax.transforms.jvp import defjvp, defjvp2, maybe_broadcast
 
 __all__ = ["zeta_dx"]
 
@@ -31,9 +31,7 @@ def _const(x, v):
 
 def _full_shape(out_of, x):
     """``x`` broadcast to the shape of the (elementwise) operands ``out_of``."""
-    shape = P.broadcast_shapes(*(core.get_aval(v).shape for v in out_of))
-    x_shape = core.get_aval(x).shape
-    return x if x_shape == shape else P.broadcast_in_dim(x, shape, tuple(range(len(x_shape))))
+    return maybe_broadcast(P.broadcast_shapes(*(core.get_aval(v).shape for v in out_of)), x)
 
 
 # --- incomplete gamma ---

@@ -138,3 +138,38 @@ def test_vmap_of_grad_and_jit_of_vmap():
     got = np.asarray(per(x, ys, z))
     want = np.stack([np.asarray(functrax.grad(_f, argnums=1)(x, yy, z)) for yy in ys])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# --- functrax.numpy leaves size-1 dimensions to lax, as jax.numpy does ---
+
+
+def test_numpy_binary_ops_stage_jaxs_form():
+    x, b, m = fnp.ones((3, 4)), fnp.ones(4), fnp.ones((3, 1))
+    assert str(functrax.make_jaxpr(lambda x, b: x + b)(x, b)) == "\n".join([
+        "{ lambda ; a:f32[3,4] b:f32[4]. let",
+        "    c:f32[1,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 4)] b",
+        "    d:f32[3,4] = add a c",
+        "  in (d,) }"])
+    assert str(functrax.make_jaxpr(lambda x, m: x * m)(x, m)) == (
+        "{ lambda ; a:f32[3,4] b:f32[3,1]. let c:f32[3,4] = mul a b in (c,) }")
+    # where and the other non-ufunc functions still broadcast every operand to one shape
+    text = str(functrax.make_jaxpr(lambda x, m: fnp.where(x > 0, x, m))(x, m))
+    assert "select_n" in text and "f32[3,1]" in text
+
+
+def test_numpy_shape_errors_still_name_the_function():
+    with pytest.raises(ValueError, match=r"add: incompatible shapes for broadcasting: "
+                                         r"shapes=\[\(2, 2\), \(3, 1\)\]"):
+        fnp.add(fnp.ones((2, 2)), fnp.ones((3, 1)))
+
+
+def test_bias_add_compiles_to_the_same_program_as_before():
+    """The compiled program sees one broadcast of the bias, and its gradient is one
+    reduce_sum: the size-1 steps of the traced program simplify away."""
+    from functrax.passes.pipeline import optimize
+    w, b = fnp.ones((3, 4)), fnp.ones(4)
+    c = optimize(functrax.make_jaxpr(functrax.grad(lambda x, b: (x * b).sum(), argnums=1))(w, b))
+    assert [e.primitive.name for e in c.jaxpr.eqns] == ["reduce_sum"]
+    c = optimize(functrax.make_jaxpr(lambda x, b: x + b)(w, b))
+    assert [e.primitive.name for e in c.jaxpr.eqns] == ["broadcast_in_dim", "add"]
+    assert c.jaxpr.eqns[0].invars[0].aval.shape == (4,)

@@ -320,6 +320,29 @@ def test_simplify_broadcast_and_rev():
     assert names(after) == ["rev"]
 
 
+def test_simplify_composes_broadcasts():
+    v = np.arange(3, dtype=F32)
+    # (3,) -> (1, 3) -> (2, 4, 3): one broadcast of the source with dims (2,)
+    f = lambda x: lax.broadcast_in_dim(lax.broadcast_in_dim(x, (1, 3), (1,)), (2, 4, 3), (1, 2))
+    _, after = apply(lambda c: on_jaxpr(dce)(on_jaxpr(simplify)(c)), f, v)
+    assert names(after) == ["broadcast_in_dim"]
+    assert after.jaxpr.eqns[0].params["broadcast_dimensions"] == (2,)
+    # a size-1 source axis broadcast again: (1,) -> (3, 1) -> (3, 5)
+    g = lambda x: lax.broadcast_in_dim(lax.broadcast_in_dim(x, (3, 1), (1,)), (3, 5), (0, 1))
+    _, after = apply(lambda c: on_jaxpr(dce)(on_jaxpr(simplify)(c)), g, np.ones(1, F32))
+    assert names(after) == ["broadcast_in_dim"]
+
+
+def test_simplify_reductions_over_size_1_axes_are_reshapes():
+    x = X.reshape(2, 1, 3)
+    f = lambda x: (lax.reduce_sum(x, (1,)), lax.reduce_max(x, (1,)), lax.reduce_sum(x, (0, 1)))
+    _, after = apply(on_jaxpr(simplify), f, x)
+    assert names(after) == ["reshape", "reshape", "reduce_sum"]
+    ints = (X * 10).astype(np.int32).reshape(1, 2, 3)
+    _, after = apply(on_jaxpr(simplify), lambda i: lax.reduce_prod(i, (0,)), ints)
+    assert names(after) == ["reshape"]
+
+
 def test_simplify_raises_on_an_ill_typed_rewrite(monkeypatch):
     """A rule proposing an equation that does not type-check (or that changes the outputs'
     types) is a bug in the rule: simplify raises, naming the rule's primitive and the types,

@@ -113,12 +113,17 @@ def check_rank_promotion(fun_name, shapes):
                          f"'raise'. For more information, see {_RANK_DOC}.")
 
 
-def promote_shapes(fun_name, *args):
+def promote_shapes(fun_name, *args, lax_broadcast=False):
     """Broadcast arguments to a common shape; rank-0 operands are left as they are.
 
+    With ``lax_broadcast`` (the ufuncs, which bind one lax op), as JAX's ``promote_shapes``:
+    only ranks are promoted (leading size-1 axes) and size-1 dimensions are left to the lax
+    operation's own broadcasting, so ``x + b`` of ``f32[3,4]`` and ``f32[4]`` stages
+    ``broadcast_in_dim`` to ``f32[1,4]`` and one ``add``.
+
     Raises:
-      ValueError: for operands of different ranks under ``numpy_rank_promotion('raise')``
-        (``'warn'`` warns), as JAX.
+      ValueError: for shapes that do not broadcast (naming ``fun_name``); for operands of
+        different ranks under ``numpy_rank_promotion('raise')`` (``'warn'`` warns), as JAX.
     """
     if len(args) < 2:
         return list(args)
@@ -128,6 +133,9 @@ def promote_shapes(fun_name, *args):
         return list(args)
     check_rank_promotion(fun_name, shapes)
     result = broadcast_shapes_named(fun_name, *shapes)
+    if lax_broadcast:
+        return [x if s == () or len(s) == len(result) else lax.broadcast_to_rank(x, len(result))
+                for x, s in zip(args, shapes)]
     return [x if s == () or tuple(s) == result else broadcast_to_shape(x, result)
             for x, s in zip(args, shapes)]
 
@@ -167,7 +175,7 @@ def _scalar_fast(args):
     return None
 
 
-def promote_args(fun_name, *args):
+def promote_args(fun_name, *args, lax_broadcast=False):
     if _same_avals(args):
         return args
     fast = _scalar_fast(args)
@@ -175,27 +183,27 @@ def promote_args(fun_name, *args):
         return fast
     check_arraylike(fun_name, *args)
     dtypes.check_for_prngkeys(fun_name, *args)  # key + 1: JAX's TypeError
-    return promote_shapes(fun_name, *promote_dtypes(*args))
+    return promote_shapes(fun_name, *promote_dtypes(*args), lax_broadcast=lax_broadcast)
 
 
-def promote_args_inexact(fun_name, *args):
+def promote_args_inexact(fun_name, *args, lax_broadcast=False):
     if _same_avals(args) and args[0].aval.dtype.kind in "fc":
         return args
     fast = _scalar_fast(args)
     if fast is not None and core.get_aval(fast[0]).dtype.kind in "fc":
         return fast
     check_arraylike(fun_name, *args)
-    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args), lax_broadcast=lax_broadcast)
 
 
-def promote_args_numeric(fun_name, *args):
+def promote_args_numeric(fun_name, *args, lax_broadcast=False):
     if _same_avals(args) and args[0].aval.dtype.kind != "b":
         return args
     fast = _scalar_fast(args)
     if fast is not None:
         return fast
     check_arraylike(fun_name, *args)
-    return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
+    return promote_shapes(fun_name, *promote_dtypes_numeric(*args), lax_broadcast=lax_broadcast)
 
 
 def canonicalize_axis(axis, ndim, fun_name="axis"):

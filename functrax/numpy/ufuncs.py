@@ -81,15 +81,15 @@ def _weak_scalar(x):
 
 
 def _P(name, *args):
-    return _lax_operands(promote_args(name, *args))
+    return _lax_operands(promote_args(name, *args, lax_broadcast=True))
 
 
 def _I(name, *args):
-    return _lax_operands(promote_args_inexact(name, *args))
+    return _lax_operands(promote_args_inexact(name, *args, lax_broadcast=True))
 
 
 def _N(name, *args):
-    return _lax_operands(promote_args_numeric(name, *args))
+    return _lax_operands(promote_args_numeric(name, *args, lax_broadcast=True))
 
 
 def _broadcast_all(name, *args):

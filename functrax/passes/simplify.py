@@ -296,14 +296,37 @@ for _p in _RESHAPE_LIKE:
 
 
 def _broadcast_in_dim(eqn, ctx):
+    """A no-op broadcast -> x; a broadcast of a broadcast -> one broadcast of the source
+    (operand axis i lands where the inner then the outer broadcast put it)."""
     x = eqn.invars[0]
     dims = tuple(eqn.params["broadcast_dimensions"])
     if x.aval == eqn.outvars[0].aval and dims == tuple(range(x.aval.ndim)):
         return x
-    return None
+    inner = ctx.made_by(x, P.broadcast_in_dim_p)
+    if inner is None or set(inner.params) != {"shape", "broadcast_dimensions"}:
+        return None
+    composed = tuple(dims[d] for d in inner.params["broadcast_dimensions"])
+    return eqn.replace(invars=[inner.invars[0]],
+                       params=dict(eqn.params, broadcast_dimensions=composed))
 
 
 rules[P.broadcast_in_dim_p] = _broadcast_in_dim
+
+
+def _reduce_unit_axes(eqn, ctx):
+    """A reduction over size-1 axes only (the cotangent of a size-1 operand) -> a reshape."""
+    x = eqn.invars[0]
+    out = eqn.outvars[0].aval
+    if not all(x.aval.shape[a] == 1 for a in eqn.params["axes"]) or (
+            out.dtype, out.weak_type) != (x.aval.dtype, x.aval.weak_type):
+        return None
+    return JaxprEqn([x], eqn.outvars, P.reshape_p,
+                    dict(new_sizes=tuple(out.shape), dimensions=None))
+
+
+for _p in (P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p, P.reduce_and_p,
+           P.reduce_or_p):
+    rules[_p] = _reduce_unit_axes
 
 
 def _rev(eqn, ctx):

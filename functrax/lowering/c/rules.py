@@ -229,17 +229,34 @@ variant_of[P.round_p] = lambda ctx: ("to_nearest_even" if ctx.params.get("roundi
 deftemplate(P.round_p, _libm("round"), "away_from_zero")
 deftemplate(P.round_p, _libm("rint"), "to_nearest_even")  # the default rounding mode
 deftemplate(P.is_finite_p, "isfinite({0})")
-for _p, _n in ((P.exp_p, "exp"), (P.exp2_p, "exp2"), (P.log_p, "log"), (P.tanh_p, "tanh"),
-               (P.sqrt_p, "sqrt"), (P.cbrt_p, "cbrt"), (P.sin_p, "sin"), (P.cos_p, "cos"),
+for _p, _n in ((P.exp2_p, "exp2"), (P.sqrt_p, "sqrt"), (P.cbrt_p, "cbrt"), (P.sin_p, "sin"), (P.cos_p, "cos"),
                (P.tan_p, "tan"), (P.asin_p, "asin"), (P.acos_p, "acos"), (P.atan_p, "atan"),
                (P.sinh_p, "sinh"), (P.cosh_p, "cosh"), (P.asinh_p, "asinh"),
                (P.acosh_p, "acosh"), (P.atanh_p, "atanh")):
     deftemplate(_p, _in_double(_n), F)
 # computed in double and rounded once, as the numpy backend computes them
-for _p, _n in ((P.log1p_p, "log1p"), (P.expm1_p, "expm1"), (P.erf_p, "erf"),
-               (P.erfc_p, "erfc")):
+for _p, _n in ((P.erf_p, "erf"), (P.erfc_p, "erfc")):
     deftemplate(_p, _in_double(_n), F)
-deftemplate(P.logistic_p, "({R})1 / (({R})1 + ({R})exp(-(double){0}))", F)
+
+
+def _vectorizable(kernel, libm):
+    """float32, float16, bfloat16: the prelude's branch-free double-precision ``kernel``
+    (loops over it vectorize; the result rounds to the correctly rounded one but in rare
+    near-ties); float64: libm's ``libm`` (``None``: ``kernel`` is exact enough for the
+    float64 formula ``libm`` names)."""
+    def rule(ctx):
+        if np.dtype(ctx.in_avals[0].dtype) == np.float64:
+            return libm
+        return f"{kernel}((double){{0}})"
+    return rule
+
+
+for _p, _k, _libm_expr in (
+        (P.exp_p, "ft_exp_d", "exp({0})"), (P.log_p, "ft_log_d", "log({0})"),
+        (P.tanh_p, "ft_tanh_d", "tanh({0})"), (P.log1p_p, "ft_log1p_d", "log1p({0})"),
+        (P.expm1_p, "ft_expm1_d", "expm1({0})"),
+        (P.logistic_p, "ft_logistic_d", "1.0 / (1.0 + exp(-{0}))")):
+    deftemplate(_p, _vectorizable(_k, _libm_expr), F)
 deftemplate(P.rsqrt_p, "({R})1 / sqrt{f}({0})", F)
 deftemplate(P.square_p, "{0} * {0}", F)
 deftemplate(P.square_p, "({U}){0} * ({U}){0}", SI, U)

@@ -8,7 +8,9 @@ OpenMP (``-fopenmp``) is used when the probe links with it.
 
 The flags never relax IEEE semantics: no ``-ffast-math`` (NaN, Inf and signed zeros are
 values), ``-ffp-contract=off`` (no fused multiply-add where numpy rounds twice);
-``-fno-math-errno`` only drops ``errno`` updates.
+``-fno-math-errno`` only drops ``errno`` updates and ``-fno-trapping-math`` only assumes no
+floating-point trap is observed (so both sides of a select may be evaluated and loops with
+selects vectorize); neither changes a value.
 
 >>> tc = toolchain()            # doctest: +SKIP
 >>> tc.available, tc.openmp     # doctest: +SKIP
@@ -27,8 +29,8 @@ import threading
 __all__ = ["Toolchain", "toolchain", "reset_toolchain", "BASE_FLAGS", "CompileError",
            "compile_shared"]
 
-BASE_FLAGS = ("-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-ffp-contract=off",
-              "-fno-strict-aliasing")
+BASE_FLAGS = ("-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math",
+              "-ffp-contract=off", "-fno-strict-aliasing")
 _PROBE = "int functrax_probe(int x) { return x + 1; }\n"
 _OMP_PROBE = ("#include <omp.h>\nint functrax_probe(int n) {\n  int s = 0;\n"
               "#pragma omp parallel for reduction(+:s)\n  for (int i = 0; i < n; i++) s += i;\n"

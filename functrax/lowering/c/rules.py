@@ -229,7 +229,8 @@ variant_of[P.round_p] = lambda ctx: ("to_nearest_even" if ctx.params.get("roundi
 deftemplate(P.round_p, _libm("round"), "away_from_zero")
 deftemplate(P.round_p, _libm("rint"), "to_nearest_even")  # the default rounding mode
 deftemplate(P.is_finite_p, "isfinite({0})")
-for _p, _n in ((P.exp2_p, "exp2"), (P.sqrt_p, "sqrt"), (P.cbrt_p, "cbrt"), (P.sin_p, "sin"), (P.cos_p, "cos"),
+for _p, _n in ((P.exp2_p, "exp2"), (P.sqrt_p, "sqrt"), (P.cbrt_p, "cbrt"), (P.sin_p, "sin"),
+               (P.cos_p, "cos"),
                (P.tan_p, "tan"), (P.asin_p, "asin"), (P.acos_p, "acos"), (P.atan_p, "atan"),
                (P.sinh_p, "sinh"), (P.cosh_p, "cosh"), (P.asinh_p, "asinh"),
                (P.acosh_p, "acosh"), (P.atanh_p, "atanh")):

@@ -147,7 +147,7 @@ def test_numpy_binary_ops_stage_jaxs_form():
     x, b, m = fnp.ones((3, 4)), fnp.ones(4), fnp.ones((3, 1))
     assert str(functrax.make_jaxpr(lambda x, b: x + b)(x, b)) == "\n".join([
         "{ lambda ; a:f32[3,4] b:f32[4]. let",
-        "    c:f32[1,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 4)] b",
+        "    c:f32[1,4] = broadcast_in_dim[broadcast_dimensions=(1,)] b",
         "    d:f32[3,4] = add a c",
         "  in (d,) }"])
     assert str(functrax.make_jaxpr(lambda x, m: x * m)(x, m)) == (
@@ -173,3 +173,20 @@ def test_bias_add_compiles_to_the_same_program_as_before():
     c = optimize(functrax.make_jaxpr(lambda x, b: x + b)(w, b))
     assert [e.primitive.name for e in c.jaxpr.eqns] == ["broadcast_in_dim", "add"]
     assert c.jaxpr.eqns[0].invars[0].aval.shape == (4,)
+
+
+def test_expand_dims_stages_as_jax_and_lowers_as_expand_dims():
+    x = fnp.ones((3, 4))
+    text = str(functrax.make_jaxpr(lambda x: x.sum(1, keepdims=True))(x))
+    assert "c:f32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] b" in text
+    lowered = explicit_broadcasts(functrax.make_jaxpr(
+        lambda x, s: (x.sum(1, keepdims=True), lax.expand_dims(s, (0, 1)),
+                      lax.broadcast_in_dim(s, (3,), ()), lax.broadcast_in_dim(
+                          x[:1], (3, 4), (0, 1))))(x, 2.0))
+    names = [e.primitive.name for e in lowered.jaxpr.eqns]
+    assert names.count("expand_dims") == 2  # only the size-1 insertions
+    assert names.count("broadcast_in_dim") == 2
+    outs = functrax.jit(lambda x, s: (x.sum(1, keepdims=True), lax.expand_dims(s, (0, 1)),
+                                      lax.broadcast_in_dim(s, (3,), ())))(x, 2.0)
+    assert [o.shape for o in outs] == [(3, 1), (1, 1), (3,)]
+    np.testing.assert_array_equal(np.asarray(outs[2]), [2.0, 2.0, 2.0])

@@ -446,7 +446,9 @@ def test_jit_binders_print_with_the_outer_names():
 
 def test_literals_print_their_value_as_jax_does():
     text = str(functrax.make_jaxpr(lambda x: x * 0.1)(1.0))
-    assert "mul a 0.10000000149011612:f32[]" in text  # the float32 value, as a Python float
+    assert "mul a 0.1:f32[]" in text  # a weakly typed literal as written
+    text = str(functrax.make_jaxpr(lambda x: x * np.float32(0.1))(np.float32(1)))
+    assert "mul a 0.10000000149011612:f32[]" in text  # a float32 one: its value, as a float
     lo = np.nextafter(np.float32(-1), np.float32(0))
     text = str(functrax.make_jaxpr(lambda x: lax.max(x, lo))(np.float32(0)))
     assert "-0.9999999403953552:f32[]" in text

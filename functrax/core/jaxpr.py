@@ -57,8 +57,11 @@ class Literal:
 
 
 def literal_str(val, aval) -> str:
-    """A literal's value as JAX prints it: the Python scalar of its dtype's value
-    (``-0.9999999403953552`` for float32's ``nextafter(-1, 0)``, ``1065353216``, ``True``)."""
+    """A literal's value as JAX prints it: a weakly typed one as the Python scalar it was
+    written as (``0.1``: the shortest text of its value), a strongly typed one as the Python
+    scalar of its value (``-0.9999999403953552`` for float32's ``nextafter(-1, 0)``)."""
+    if aval.weak_type or type(val) in (bool, int, float, complex):
+        return str(val)
     try:
         return str(np.asarray(val, dtype=aval.dtype).item())
     except (TypeError, ValueError):  # a value numpy cannot hold in that dtype (keys, ...)

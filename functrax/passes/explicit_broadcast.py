@@ -8,12 +8,16 @@ at the lowering boundary (``pipeline.optimize``, after ``physicalize``, and by t
 compilers that take a jaxpr directly), puts a ``broadcast_in_dim`` before every such operand,
 in sub-jaxprs too; it returns its argument itself when there is none (the common case).
 
+It also gives the passes and backends the reshape-like form of a ``broadcast_in_dim`` that
+only inserts size-1 axes (how JAX's ``lax.expand_dims``, and so every ``keepdims``, stages):
+``expand_dims_p``, which reshape chains, views and patterns see through.
+
 >>> import functrax, functrax.numpy as fnp
 >>> from functrax import lax
 >>> c = functrax.make_jaxpr(lambda x, y: lax.mul(x, y))(fnp.ones(2), fnp.ones(1))
 >>> print(explicit_broadcasts(c))
 { lambda ; a:f32[2] b:f32[1]. let
-    c:f32[2] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2,)] b
+    c:f32[2] = broadcast_in_dim[broadcast_dimensions=(0,)] b
     d:f32[2] = mul a c
   in (d,) }
 """
@@ -60,6 +64,8 @@ def _rewrite(eqn: JaxprEqn) -> list:
         if any(params[k] is not eqn.params[k] for k in params):
             return [eqn.replace(params=params)]
         return [eqn]
+    if eqn.primitive is P.broadcast_in_dim_p:
+        return [_unit_axes_as_expand_dims(eqn)]
     if eqn.primitive.family not in core.ELEMENTWISE_FAMILIES or len(eqn.outvars) != 1:
         return [eqn]
     shape = eqn.outvars[0].aval.shape
@@ -74,6 +80,20 @@ def _rewrite(eqn: JaxprEqn) -> list:
                             dict(shape=shape, broadcast_dimensions=tuple(range(len(shape))))))
         invars.append(b)
     return pre + [eqn.replace(invars=invars)] if pre else [eqn]
+
+
+def _unit_axes_as_expand_dims(eqn: JaxprEqn) -> JaxprEqn:
+    """``broadcast_in_dim`` inserting only size-1 axes -> ``expand_dims`` (else ``eqn``)."""
+    if set(eqn.params) - {"shape", "broadcast_dimensions", "sharding"} or \
+            eqn.params.get("sharding") is not None:
+        return eqn
+    x, shape = eqn.invars[0].aval.shape, tuple(eqn.params["shape"])
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    new = tuple(i for i in range(len(shape)) if i not in dims)
+    if not new or any(shape[d] != n for d, n in zip(dims, x)) or any(shape[i] != 1
+                                                                      for i in new):
+        return eqn
+    return JaxprEqn(eqn.invars, eqn.outvars, P.expand_dims_p, dict(dimensions=new))
 
 
 def _sub_param(v):

@@ -118,10 +118,16 @@ def _params_key(eqn):
 
 
 def _row_broadcast(eqn) -> bool:
-    """A broadcast of a row result (trailing size-1 dim) back along the last axis."""
+    """A broadcast of a row result back along the last axis: of its keepdims form (trailing
+    size-1 dim) or of the reduced form itself (``simplify`` composes an ``expand_dims`` into
+    the broadcast that follows it)."""
     x, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
-    dims = eqn.params["broadcast_dimensions"]
-    if not out or len(x) != len(out) or tuple(dims) != tuple(range(len(out))):
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    if not out:
+        return False
+    if len(x) == len(out) - 1:
+        return x == out[:-1] and dims == tuple(range(len(x)))
+    if len(x) != len(out) or dims != tuple(range(len(out))):
         return False
     return x[:-1] == out[:-1] and x[-1] == 1
 

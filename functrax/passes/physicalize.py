@@ -24,7 +24,7 @@ raises ``MissingRuleError`` here: never a silent wrong answer.
 >>> from functrax import random
 >>> c = functrax.make_jaxpr(lambda k: random.key_data(random.split(k)))(random.key(0))
 >>> [e.primitive.name for e in physicalize(c).eqns][-3:]
-['expand_dims', 'expand_dims', 'concatenate']
+['broadcast_in_dim', 'broadcast_in_dim', 'concatenate']
 """
 from __future__ import annotations
 

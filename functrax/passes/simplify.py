@@ -296,16 +296,21 @@ for _p in _RESHAPE_LIKE:
 
 
 def _broadcast_in_dim(eqn, ctx):
-    """A no-op broadcast -> x; a broadcast of a broadcast -> one broadcast of the source
-    (operand axis i lands where the inner then the outer broadcast put it)."""
+    """A no-op broadcast -> x; a broadcast of a broadcast (or of an expand_dims) -> one
+    broadcast of the source (operand axis i lands where the inner then the outer put it)."""
     x = eqn.invars[0]
     dims = tuple(eqn.params["broadcast_dimensions"])
     if x.aval == eqn.outvars[0].aval and dims == tuple(range(x.aval.ndim)):
         return x
     inner = ctx.made_by(x, P.broadcast_in_dim_p)
-    if inner is None or set(inner.params) != {"shape", "broadcast_dimensions"}:
-        return None
-    composed = tuple(dims[d] for d in inner.params["broadcast_dimensions"])
+    if inner is not None and set(inner.params) == {"shape", "broadcast_dimensions"}:
+        inner_dims = inner.params["broadcast_dimensions"]
+    else:  # expand_dims: a broadcast keeping every axis but the new ones
+        inner = ctx.made_by(x, P.expand_dims_p)
+        if inner is None:
+            return None
+        inner_dims = [i for i in range(x.aval.ndim) if i not in inner.params["dimensions"]]
+    composed = tuple(dims[d] for d in inner_dims)
     return eqn.replace(invars=[inner.invars[0]],
                        params=dict(eqn.params, broadcast_dimensions=composed))
 

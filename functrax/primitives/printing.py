@@ -9,10 +9,11 @@ from functrax.primitives.shape import broadcast_in_dim_p
 
 
 def _broadcast_in_dim_pp(eqn, ctx):
-    # a scalar broadcast is fully described by its output type, so JAX prints no params
-    if eqn.invars[0].aval.shape == () and "sharding" not in eqn.params:
-        return pp.nil()
-    return pp_kv_pairs(sorted_params(eqn.params), ctx)
+    # the shape is the binder's type, so JAX prints only non-empty broadcast_dimensions and a
+    # sharding that is set
+    params = {k: v for k, v in eqn.params.items()
+              if (k == "broadcast_dimensions" and v) or (k == "sharding" and v is not None)}
+    return pp_kv_pairs(sorted_params(params), ctx)
 
 
 class _DimNumbers(tuple):

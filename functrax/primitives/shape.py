@@ -220,9 +220,19 @@ def squeeze(array, dimensions):
 
 
 def expand_dims(array, dimensions):
-    nd = core.get_aval(array).ndim + len(dimensions)
+    """``array`` with size-1 axes inserted at ``dimensions``: a ``broadcast_in_dim``, as JAX's
+    ``lax.expand_dims`` stages it (``passes/explicit_broadcast`` turns it back into
+    ``expand_dims_p``, the reshape-like form the passes and backends handle, at lowering)."""
+    aval = core.get_aval(array)
+    nd = aval.ndim + len(dimensions)
     dims = tuple(sorted(int(d) % nd for d in dimensions))
-    return expand_dims_p.bind(array, dimensions=dims) if dims else array
+    if not dims:
+        return array
+    kept = tuple(i for i in range(nd) if i not in dims)
+    shape = [1] * nd
+    for i, d in enumerate(kept):
+        shape[d] = aval.shape[i]
+    return broadcast_in_dim(array, tuple(shape), kept)
 
 
 def rev(operand, dimensions):

@@ -93,8 +93,10 @@ def uniform_real(key, shape, dtype, minval, maxval):
 
 
 def _uniform(key, shape, dtype, exact, minval, maxval):
-    minval = lax.broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = lax.broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
+    minval = lax.convert_element_type(minval, dtype)
+    maxval = lax.convert_element_type(maxval, dtype)
+    minval = lax.broadcast_to_rank(minval, len(shape))
+    maxval = lax.broadcast_to_rank(maxval, len(shape))
     info = dtypes.finfo(dtype)
     nbits, nmant = info.bits, info.nmant
     rng_bits = nbits if nmant >= 8 else 8

@@ -457,3 +457,37 @@ def test_float32_transcendentals_round_correctly(name):
         got64 = np.asarray(functrax.jit(fn, backend="c")(d))
         np.testing.assert_allclose(got64, np.asarray(functrax.jit(fn)(d)), rtol=1e-15,
                                    atol=0, equal_nan=True)
+
+
+# --- output buffers reused across calls ---
+
+
+@needs_cc
+def test_steady_state_calls_reuse_dropped_output_buffers():
+    f = functrax.jit(lambda x: fnp.exp(x) * 2.0 + 1.0, backend="c")
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    first = np.asarray(f(x))
+    ptr = first.ctypes.data
+    del first
+    again = np.asarray(f(x))
+    assert again.ctypes.data == ptr  # nothing held it: the same buffer
+    held = f(x)  # `again` is still held: a new buffer, and `again` keeps its values
+    assert np.asarray(held).ctypes.data != again.ctypes.data
+    np.testing.assert_allclose(again, np.exp(x) * 2 + 1, rtol=1e-6)
+    view = np.asarray(held)[::2]  # a view keeps its base alive, and so its buffer
+    del held
+    other = np.asarray(f(x + 1))
+    assert not np.shares_memory(view, other)
+    np.testing.assert_allclose(view, (np.exp(x) * 2 + 1)[::2], rtol=1e-6)
+
+
+@needs_cc
+def test_reused_buffers_are_safe_across_threads():
+    import concurrent.futures
+    f = functrax.jit(lambda x: fnp.tanh(x) + x, backend="c")
+    xs = [np.full(8192, i, np.float32) for i in range(16)]
+    f(xs[0])
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda x: np.asarray(f(x)), xs * 4))
+    for x, out in zip(xs * 4, outs):
+        np.testing.assert_allclose(out, np.tanh(x) + x, rtol=1e-6)

@@ -32,6 +32,7 @@ import ctypes
 import dataclasses
 import os
 import re
+import sys
 import threading
 import warnings
 
@@ -97,7 +98,8 @@ class Step:
       fallback: the :class:`Fallback` record (None for a kernel).
     """
 
-    __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt")
+    __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt",
+                 "_pool", "_lock")
 
     def __init__(self, group, kernel=None, fallback=None, fn=None):
         self.group, self.kernel, self.fallback, self.fn = group, kernel, fallback, fn
@@ -105,6 +107,19 @@ class Step:
         self._outs = tuple(group.outputs)
         self._dtypes = tuple(v.aval.dtype for v in self._ins)
         self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs))
+        self._pool = [None] * len(self._outs)  # the last output buffers, for reuse
+        self._lock = threading.Lock()
+
+    def _output_buffer(self, j):
+        """The buffer of output ``j``: the one of the previous call when nothing but this step
+        holds it any more (no caller's array, view or later step: its reference count says
+        so), else a new one. Steady-state calls then touch no fresh pages."""
+        with self._lock:
+            buf, self._pool[j] = self._pool[j], None
+        if buf is not None and sys.getrefcount(buf) == 2:  # `buf` and the call's argument
+            return buf
+        v = self._outs[j]
+        return np.empty(v.aval.shape, v.aval.dtype)
 
     def bind(self, cfunc):
         """Attach the loaded C function of this kernel step."""
@@ -124,12 +139,13 @@ class Step:
             if type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous:
                 x = np.ascontiguousarray(x, dtype=dt)
             ins.append(x)
-        outs = [np.empty(v.aval.shape, v.aval.dtype) for v in self._outs]
+        outs = [self._output_buffer(j) for j in range(len(self._outs))]
         if self.kernel.work:
             ptrs = self._argt(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs])
             self.fn(ptrs, _num_threads())
-        for v, x in zip(self._outs, outs):
+        for j, (v, x) in enumerate(zip(self._outs, outs)):
             env[v] = x
+            self._pool[j] = x
 
 
 class CProgram:

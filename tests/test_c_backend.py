@@ -491,3 +491,23 @@ def test_reused_buffers_are_safe_across_threads():
         outs = list(pool.map(lambda x: np.asarray(f(x)), xs * 4))
     for x, out in zip(xs * 4, outs):
         np.testing.assert_allclose(out, np.tanh(x) + x, rtol=1e-6)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_softmax_computes_exp_once_per_element(dtype):
+    """The reduction loop writes exp(x - max) into the output buffer; the output loop reads
+    it back (one exp per element, not two) and divides in place."""
+    x = np.random.default_rng(2).normal(size=(8, 300)).astype(dtype)
+    f = functrax.jit(lambda x: functrax.nn.softmax(x, axis=-1), backend="c")
+    prog = f.lower(x).compile()
+    body = prog.as_text().split("/* reduction", 1)[1]
+    assert body.count("ft_exp_d(") == 1
+    want = np.asarray(functrax.jit(lambda x: functrax.nn.softmax(x, axis=-1))(x))
+    np.testing.assert_allclose(np.asarray(f(x)).astype(np.float32), want.astype(np.float32),
+                               rtol=1e-6 if dtype == np.float32 else 1e-3, atol=1e-7)
+    g = functrax.jit(lambda x: functrax.nn.log_softmax(x, axis=-1), backend="c")
+    np.testing.assert_allclose(
+        np.asarray(g(x)).astype(np.float32),
+        np.asarray(functrax.jit(lambda x: functrax.nn.log_softmax(x, axis=-1))(x)).astype(
+            np.float32), rtol=1e-5 if dtype == np.float32 else 1e-2, atol=1e-6)

@@ -403,7 +403,9 @@ class _Reduction(Lowering):
         em = self.em
         em.open(f"for (int64_t r = 0; r < {rows}; r++)", ("r",),
                 self.parallel(rows * cols, str(rows)), defines=("r",))
-        for stage in self.stages():
+        stages = self.stages()
+        self.stash, self.stashed = self.choose_stash(stages), False
+        for stage in stages:
             self.reduce_stage(stage)
         full, rowwise = [], []
         for j, out in enumerate(g.outputs):
@@ -427,6 +429,47 @@ class _Reduction(Lowering):
     def open_cols(self, pragma):
         self.em.open(f"for (int64_t k = 0; k < {self.totals['k']}; k++)", ("r", "k"), pragma,
                      defines=("k",))
+        if self.stashed:  # later loops read the stashed value back
+            var, j = self.stash
+            addr = self.address(self.base, var.aval.shape)
+            self.em.put((var, self.base), self.em.bind(
+                rules.load_expr(f"out{j}[{addr}]", var.aval.dtype),
+                rules.reg_type(var.aval.dtype)))
+
+    def choose_stash(self, stages):
+        """``(var, j)``: a transcendental value computed in a reduction loop and needed again
+        by the full-size output ``j`` (softmax's ``exp(x - max)``), which the loop then
+        writes into that output's buffer (of its shape and dtype) so that the output loop
+        reads it instead of computing it again; None when there is none."""
+        if not stages:
+            return None
+        reduced = self._ancestors([e.invars[0] for st in stages for e in st])
+        for j, out in enumerate(self.group.outputs):
+            if out.aval.shape != tuple(self.group.shape) or self.natural_index(out) != (
+                    self.base, []):
+                continue
+            for v in self._ancestors([out]):
+                e = self.producer.get(v)
+                if (e is not None and e.primitive.family is Family.TRANSCENDENTAL
+                        and v in reduced and v.aval.shape == out.aval.shape
+                        and v.aval.dtype == out.aval.dtype
+                        and self.natural_index(v) == (self.base, [])):
+                    return v, j
+        return None
+
+    def _ancestors(self, roots) -> list:
+        """The group values ``roots`` are computed from (``roots`` included), in order."""
+        seen, stack, order = set(), [v for v in roots if type(v) is not Literal], []
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            order.append(v)
+            e = self.producer.get(v)
+            if e is not None:
+                stack.extend(u for u in e.invars if type(u) is not Literal)
+        return order
 
     def stages(self) -> list:
         """The reductions in loops: a reduction reading another one's result runs later."""
@@ -480,6 +523,13 @@ class _Reduction(Lowering):
             pos = self.bind(self.render(index[axis])) if axis is not None else "k"
             names = {f"a{i}": a for i, (a, _) in enumerate(accs)}
             em.emit(rule.update.format(x=x, k=pos, **names, **fields))
+        if self.stash is not None and not self.stashed:
+            var, j = self.stash
+            val = em.get((var, self.base))
+            if val is not None:
+                addr = self.address(self.base, var.aval.shape)
+                em.emit(f"out{j}[{addr}] = {rules.store_expr(val, var.aval.dtype)};")
+                self.stashed = True
         em.close()
         for e, rule, fields, accs in plans:
             names = {f"a{i}": a for i, (a, _) in enumerate(accs)}

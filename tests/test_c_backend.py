@@ -346,7 +346,9 @@ def test_second_process_loads_from_the_disk_cache(tmp_path):
     assert first["ok"] and second["ok"] and first["warnings"] == second["warnings"] == 0
     assert first["stats"]["compiles"] == 2 and first["stats"]["disk_hits"] == 0
     assert second["stats"]["compiles"] == 0 and second["stats"]["disk_hits"] == 2
-    assert len(os.listdir(tmp_path / "cache" / "c")) == 2  # no temporary left behind
+    # no temporary left behind: the two libraries and the compiler probe's record
+    assert sorted(n.split("-")[0].split("_")[0] for n in os.listdir(tmp_path / "cache" / "c")
+                  ) == ["p", "p", "toolchain"]
 
 
 def test_compile_errors_warn_once_or_raise(monkeypatch, tmp_path):
@@ -511,3 +513,28 @@ def test_softmax_computes_exp_once_per_element(dtype):
         np.asarray(g(x)).astype(np.float32),
         np.asarray(functrax.jit(lambda x: functrax.nn.log_softmax(x, axis=-1))(x)).astype(
             np.float32), rtol=1e-5 if dtype == np.float32 else 1e-2, atol=1e-6)
+
+
+@needs_cc
+def test_compiler_probe_is_remembered_across_processes(tmp_path):
+    """A new process that finds the same compiler reads the probe's record instead of
+    compiling the probe programs again; the record names the compiler it describes."""
+    env = dict(os.environ, FUNCTRAX_CACHE_DIR=str(tmp_path))
+    first = textwrap.dedent("""
+        from functrax.lowering.c import toolchain as t
+        print(repr(t.toolchain().flags))
+    """)
+    second = textwrap.dedent("""
+        from functrax.lowering.c import toolchain as t
+        def boom(*a, **k):
+            raise AssertionError("probed again")
+        t._works = boom
+        print(repr(t.toolchain().flags))
+    """)
+    run = lambda code: subprocess.run([sys.executable, "-c", code], env=env, text=True,
+                                      capture_output=True, check=True).stdout.strip()
+    flags = run(first)
+    records = list((tmp_path / "c").glob("toolchain-*.json"))
+    assert len(records) == 1
+    assert json.loads(records[0].read_text())["cc"] == toolchain().cc
+    assert run(second) == flags

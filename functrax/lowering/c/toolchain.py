@@ -4,7 +4,10 @@
 compiles a tiny shared library with it to check that it works, and records what the disk
 cache keys on: the compiler's identity (the first line of ``--version``), the flags, and the
 CPU's features (whether ``-march=native`` is accepted, a hash of ``/proc/cpuinfo``'s flags).
-OpenMP (``-fopenmp``) is used when the probe links with it.
+OpenMP (``-fopenmp``) is used when the probe links with it. A successful probe is remembered
+in the library cache directory (a JSON record named by a hash of the compiler binary's path,
+size and modification time, the base flags and the CPU's features), so a new process that
+finds the same compiler skips compiling the probe programs.
 
 The flags never relax IEEE semantics: no ``-ffast-math`` (NaN, Inf and signed zeros are
 values), ``-ffp-contract=off`` (no fused multiply-add where numpy rounds twice);
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -129,26 +133,80 @@ def _identity(cc: str) -> str:
     return lines[0] if lines else os.path.basename(cc)
 
 
+def _probe_record(cc: str) -> str | None:
+    """Where the probe of ``cc`` is remembered: a file named by a hash of the compiler
+    binary (path, size, modification time), the base flags and the CPU's features; None
+    when ``cc`` cannot be read."""
+    from functrax.lowering.c.cache import default_cache_dir
+    try:
+        st = os.stat(os.path.realpath(cc))
+    except OSError:
+        return None
+    key = "\n".join((cc, os.path.realpath(cc), str(st.st_size), str(st.st_mtime_ns),
+                     " ".join(BASE_FLAGS), _cpu_flags_hash()))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return os.path.join(default_cache_dir(), f"toolchain-{digest}.json")
+
+
+def _load_probe(cc: str) -> Toolchain | None:
+    """The remembered probe of ``cc`` (a new process skips compiling the probe programs)."""
+    path = _probe_record(cc)
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        return Toolchain(d["cc"], d["identity"], tuple(d["flags"]), d["openmp"],
+                         d["cpu_features"])
+    except (OSError, TypeError, ValueError, KeyError):
+        return None
+
+
+def _save_probe(tc: Toolchain) -> None:
+    path = _probe_record(tc.cc)
+    if path is None:
+        return
+    d = dict(cc=tc.cc, identity=tc.identity, flags=list(tc.flags), openmp=tc.openmp,
+             cpu_features=tc.cpu_features)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(d, f)
+        os.replace(tmp, path)  # atomic: a reader sees the old record or the new one
+    except OSError:
+        pass  # a read-only cache: probe again next time
+
+
 def _probe() -> Toolchain:
     tried = []
     for cc in _candidates():
         if not cc or cc in tried:
             continue
         tried.append(cc)
-        if not _works(cc, BASE_FLAGS, _PROBE):
-            continue
-        flags = list(BASE_FLAGS)
-        native = _works(cc, flags + ["-march=native"], _PROBE)
-        if native:
-            flags.append("-march=native")
-        openmp = _works(cc, flags + ["-fopenmp"], _OMP_PROBE)
-        flags.append("-fopenmp" if openmp else "-fopenmp-simd")
-        if not openmp and not _works(cc, flags, _PROBE):
-            flags.pop()
-        features = ("native " if native else "") + _cpu_flags_hash()
-        return Toolchain(cc, _identity(cc), tuple(flags), openmp, features)
+        known = _load_probe(cc)
+        if known is not None:
+            return known
+        tc = _probe_compiler(cc)
+        if tc is not None:
+            _save_probe(tc)
+            return tc
     where = ", ".join(tried) if tried else "none of $CC, cc, gcc, clang on PATH"
     return Toolchain(None, reason=f"no working C compiler (tried: {where})")
+
+
+def _probe_compiler(cc: str) -> Toolchain | None:
+    """Compile the probe programs with ``cc``: its flags, or None when it does not work."""
+    if not _works(cc, BASE_FLAGS, _PROBE):
+        return None
+    flags = list(BASE_FLAGS)
+    native = _works(cc, flags + ["-march=native"], _PROBE)
+    if native:
+        flags.append("-march=native")
+    openmp = _works(cc, flags + ["-fopenmp"], _OMP_PROBE)
+    flags.append("-fopenmp" if openmp else "-fopenmp-simd")
+    if not openmp and not _works(cc, flags, _PROBE):
+        flags.pop()
+    features = ("native " if native else "") + _cpu_flags_hash()
+    return Toolchain(cc, _identity(cc), tuple(flags), openmp, features)
 
 
 _LOCK = threading.Lock()

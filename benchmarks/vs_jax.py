@@ -69,7 +69,7 @@ def _batch(rng, n, d, k, np):
     return x, y
 
 
-def build(name, ns, jit, np):
+def build(name, ns, jit, np, pmap=None):
     """``(fn, args)`` of workload ``name``: ``fn(*args)`` is what is timed."""
     jnp, lax = ns.numpy, ns.lax
     rng = np.random.default_rng(0)
@@ -138,7 +138,7 @@ def build(name, ns, jit, np):
             g = lax.pmean(g, "d")
             return lax.pmean(loss, "d"), ns.tree_util.tree_map(lambda p, d: p - 0.1 * d,
                                                                 params, g)
-        return ns.pmap(step, axis_name="d", in_axes=(None, 0, 0)), [params, x, y]
+        return (pmap or ns.pmap)(step, axis_name="d", in_axes=(None, 0, 0)), [params, x, y]
     raise ValueError(name)
 
 
@@ -155,11 +155,12 @@ def _namespace(impl):
         import jax.numpy  # noqa: F401
         import jax.nn  # noqa: F401
         jax.config.update("jax_platforms", "cpu")
-        return jax, jax.jit
+        return jax, jax.jit, jax.pmap
     import functools
     import functrax
     backend = "c" if impl == "ft-c" else "numpy"
-    return functrax, functools.partial(functrax.jit, backend=backend)
+    return (functrax, functools.partial(functrax.jit, backend=backend),
+            functools.partial(functrax.pmap, backend=backend))
 
 
 def _block(out, ns):
@@ -176,13 +177,13 @@ def worker(impl, mode, names, number, repeat, out_dir):
     if mode == "1thread" and impl.startswith("ft"):
         import functrax
         functrax.config.update("c_num_threads", 1)
-    ns, jit = _namespace(impl)
+    ns, jit, pmap = _namespace(impl)
     clock = time.process_time if mode == "1thread" else time.perf_counter
     report = {}
     for name in names:
         if name == "compile_cold" or name == "compile_cached":
             continue  # measured by the parent in fresh processes
-        fn, args = build(name, ns, jit, np)
+        fn, args = build(name, ns, jit, np, pmap)
         outs = _block(fn(*args), ns)  # compile and warm up
         np.savez(os.path.join(out_dir, f"{impl}_{name}.npz"),
                  *[np.asarray(o, np.float64) for o in outs])
@@ -200,7 +201,7 @@ def compile_worker(impl):
     """Seconds to trace and compile the MLP step (then run it once), in this process."""
     import time
     import numpy as np
-    ns, jit = _namespace(impl)
+    ns, jit, _ = _namespace(impl)
     fn, args = build("mlp_step", ns, jit, np)
     t0 = time.perf_counter()
     _block(fn(*args), ns)

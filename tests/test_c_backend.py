@@ -538,3 +538,36 @@ def test_compiler_probe_is_remembered_across_processes(tmp_path):
     assert len(records) == 1
     assert json.loads(records[0].read_text())["cc"] == toolchain().cc
     assert run(second) == flags
+
+
+@needs_cc
+def test_pmap_replicas_share_the_cores_between_their_kernels():
+    """A replica's C kernels open at most cores / replicas OpenMP threads (no devices x cores
+    oversubscription); outside pmap they use all cores."""
+    from functrax.lowering.c.backend import _num_threads
+    from functrax.lowering.thread_share import current_share
+    from functrax.runtime.pmap_runtime import run_replicas
+    cores = os.cpu_count() or 1
+    prev = functrax.config.read("num_cpu_devices")
+    functrax.config.update("num_cpu_devices", 4)
+    try:
+        devs = functrax.devices()[:4]
+        got = run_replicas(lambda i: (current_share(), _num_threads()), "i",
+                           [[d] for d in devs])
+        assert got == [(4, max(1, cores // 4))] * 4
+        f = functrax.pmap(lambda x: functrax.lax.psum(fnp.tanh(x) * 2.0, "i"), axis_name="i",
+                          backend="c")  # each replica's program compiled to C
+        x = np.random.default_rng(0).normal(size=(4, 70000)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(f(x)),
+                                   np.broadcast_to((np.tanh(x) * 2).sum(0), x.shape),
+                                   rtol=1e-5, atol=1e-5)
+        g = functrax.pmap(functrax.grad(lambda w, x: fnp.tanh(x @ w).sum()), in_axes=(None, 0),
+                          backend="c")
+        w, xs = np.ones((5, 3), np.float32), np.ones((4, 2, 5), np.float32)
+        np.testing.assert_allclose(np.asarray(g(w, xs)),
+                                   np.asarray(functrax.pmap(functrax.grad(
+                                       lambda w, x: fnp.tanh(x @ w).sum()),
+                                       in_axes=(None, 0))(w, xs)), rtol=1e-6)
+    finally:
+        functrax.config.update("num_cpu_devices", prev)
+    assert current_share() == 1 and _num_threads() == cores

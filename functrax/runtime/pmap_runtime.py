@@ -40,6 +40,7 @@ from contextlib import ExitStack
 
 import numpy as np
 
+from functrax.lowering.thread_share import share_cores
 from functrax import core
 from functrax import primitives as P
 from functrax.config import config
@@ -448,6 +449,7 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
                 for f in contexts[i].frames:
                     stack.enter_context(core.extend_axis_env(f.name, f.size))
                 stack.enter_context(core.set_current_trace(core.EVAL_TRACE))
+                stack.enter_context(share_cores(size))  # no devices x cores threads
                 results[i] = body(i)
         except BaseException as e:  # noqa: BLE001 -- re-raised by the calling thread
             errors[i] = e

@@ -32,6 +32,7 @@ from functrax import core
 from functrax import primitives as P
 from functrax.core import Array, Jaxpr
 from functrax.runtime.devices import ShardedArray
+from functrax.lowering.backends import get_backend
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inline_closed
@@ -93,16 +94,26 @@ def inner_replicas(jaxpr: Jaxpr) -> int:
 _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _executable(closed, axis_name, axis_size, donated=()):
-    """The per-device program of ``closed``, compiled once per jaxpr object."""
+def _executable(closed, axis_name, axis_size, donated=(), backend=None):
+    """The per-device program of ``closed``, compiled once per jaxpr object and backend
+    (the numpy executor; the C backend's program with ``backend="c"``)."""
     per = _compiled.get(closed)
     if per is None:
         per = _compiled[closed] = {}
-    exe = per.get(donated)
+    key = (donated, backend if backend in CPU_PROGRAM_BACKENDS else None)
+    exe = per.get(key)
     if exe is None:
         with core.extend_axis_env(axis_name, axis_size):
-            exe = per[donated] = compile_jaxpr(optimize(closed), donated=donated)
+            if key[1] is None:
+                exe = compile_jaxpr(optimize(closed), donated=donated)
+            else:
+                exe = get_backend(key[1]).compile_host(optimize(closed))
+            per[key] = exe
     return exe
+
+
+# backends that compile a CPU replica's program themselves (the others: the numpy executor)
+CPU_PROGRAM_BACKENDS = ("c",)
 
 
 def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devices,
@@ -118,7 +129,7 @@ def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devi
                 for k, ax in enumerate(out_axes)]
     groups, axis = rt.plan(axis_size, inner_replicas(call_jaxpr.jaxpr), devices,
                            global_axis_size)
-    exe = _executable(call_jaxpr, axis_name, global_axis_size)
+    exe = _executable(call_jaxpr, axis_name, global_axis_size, backend=backend)
     vals = [np.asarray(a) for a in args]
     outs = rt.run_replicas(
         lambda i: exe.run(*[rt.take_shard(v, ax, i) for v, ax in zip(vals, in_axes)]),
@@ -548,7 +559,7 @@ class PmapFunction:
                 per_dev[i].append(rt.take_shard(v, ax, i))
         for i in donated:
             _delete(flat[i])
-        exe = _executable(entry.closed, self.axis_name, gsize, donated)
+        exe = _executable(entry.closed, self.axis_name, gsize, donated, self.backend)
 
         def body(i):
             vals, per_dev[i] = per_dev[i], None
@@ -675,9 +686,10 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                         f"to the positional arguments passed to the function, but got {in_axes}.")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
-    if backend not in (None, "cpu") + pmap_gpu.GPU_BACKENDS:
+    if backend not in (None, "cpu", "numpy") + CPU_PROGRAM_BACKENDS + pmap_gpu.GPU_BACKENDS:
         raise ValueError(f"pmap: unknown backend {backend!r}; functrax runs pmap on CPU "
-                         "devices (backend='cpu' or None) or CUDA GPUs (backend='gpu')")
+                         "devices (backend='cpu' or None; 'c' compiles each replica's "
+                         "program to C) or CUDA GPUs (backend='gpu')")
     if backend in pmap_gpu.GPU_BACKENDS:
         from functrax.runtime.gpu_devices import gpu_count, unknown_backend_error
         if not gpu_count():

@@ -15,17 +15,9 @@ import os
 import tempfile
 import threading
 
-from functrax.lowering.c.toolchain import Toolchain, compile_shared
+from functrax.lowering.c.toolchain import Toolchain, compile_shared, default_cache_dir
 
 __all__ = ["LibraryCache", "default_cache_dir", "default_cache", "library_key"]
-
-
-def default_cache_dir() -> str:
-    """``$FUNCTRAX_CACHE_DIR/c``, or ``~/.cache/functrax/c``."""
-    root = os.environ.get("FUNCTRAX_CACHE_DIR")
-    if root:
-        return os.path.join(root, "c")
-    return os.path.join(os.path.expanduser("~"), ".cache", "functrax", "c")
 
 
 def library_key(source: str, tc: Toolchain) -> str:

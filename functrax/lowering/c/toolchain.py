@@ -133,11 +133,19 @@ def _identity(cc: str) -> str:
     return lines[0] if lines else os.path.basename(cc)
 
 
+def default_cache_dir() -> str:
+    """``$FUNCTRAX_CACHE_DIR/c``, or ``~/.cache/functrax/c``: the compiled libraries and the
+    compiler probe's record."""
+    root = os.environ.get("FUNCTRAX_CACHE_DIR")
+    if root:
+        return os.path.join(root, "c")
+    return os.path.join(os.path.expanduser("~"), ".cache", "functrax", "c")
+
+
 def _probe_record(cc: str) -> str | None:
     """Where the probe of ``cc`` is remembered: a file named by a hash of the compiler
     binary (path, size, modification time), the base flags and the CPU's features; None
     when ``cc`` cannot be read."""
-    from functrax.lowering.c.cache import default_cache_dir
     try:
         st = os.stat(os.path.realpath(cc))
     except OSError:

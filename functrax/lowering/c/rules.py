@@ -252,8 +252,10 @@ def _vectorizable(kernel, libm):
     return rule
 
 
+deftemplate(P.exp_p, lambda ctx: "exp({0})" if np.dtype(ctx.in_avals[0].dtype) == np.float64
+            else "ft_expf({0})", F)  # float32 lanes, within 1 ulp (softmax's hot loop)
 for _p, _k, _libm_expr in (
-        (P.exp_p, "ft_exp_d", "exp({0})"), (P.log_p, "ft_log_d", "log({0})"),
+        (P.log_p, "ft_log_d", "log({0})"),
         (P.tanh_p, "ft_tanh_d", "tanh({0})"), (P.log1p_p, "ft_log1p_d", "log1p({0})"),
         (P.expm1_p, "ft_expm1_d", "expm1({0})"),
         (P.logistic_p, "ft_logistic_d", "1.0 / (1.0 + exp(-{0}))")):

@@ -434,9 +434,10 @@ _TRANSCENDENTAL_REFS = {
 @needs_cc
 @pytest.mark.parametrize("name", sorted(_TRANSCENDENTAL_REFS))
 def test_float32_transcendentals_round_correctly(name):
-    """ft_exp_d & co. (double-precision polynomials, no libm call) give the correctly rounded
-    float32 result (exp's float32-lane ft_expf: within 1 ulp): compared with float64 numpy rounded once, over the whole float32 range,
-    the tails, signed zeros, infinities and NaN; float16 and float64 operands too."""
+    """ft_log_d & co. (double-precision polynomials, no libm call) give the correctly rounded
+    float32 result, exp's float32-lane ft_expf one within 1 ulp: compared with float64 numpy
+    rounded once, over the whole float32 range, the tails, signed zeros, infinities and NaN;
+    float16 and float64 operands too."""
     rng = np.random.default_rng(5)
     n = 200_000
     x = np.concatenate([

@@ -178,6 +178,23 @@ def jaxpr_as_fun(closed: ClosedJaxpr):
     return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
+def map_sub_jaxprs(params: dict, on_closed, on_open) -> dict:
+    """``params`` with each sub-jaxpr replaced: ``on_closed(ClosedJaxpr)``, ``on_open(Jaxpr)``
+    (also inside tuples, as ``cond``'s branches); ``params`` itself when every replacement is
+    its argument (a pass that changes nothing keeps its input)."""
+    def one(v):
+        if isinstance(v, ClosedJaxpr):
+            return on_closed(v)
+        if isinstance(v, Jaxpr):
+            return on_open(v)
+        if type(v) is tuple and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
+            new = tuple(one(x) for x in v)
+            return v if all(a is b for a, b in zip(new, v)) else new
+        return v
+    new = {k: one(v) for k, v in params.items()}
+    return params if all(new[k] is params[k] for k in params) else new
+
+
 def sub_jaxprs(params):
     for v in params.values():
         if isinstance(v, (Jaxpr, ClosedJaxpr)):

@@ -28,6 +28,7 @@ import weakref
 from functrax import core
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var, sub_jaxprs
+from functrax.core.jaxpr import map_sub_jaxprs
 
 _DONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -60,10 +61,8 @@ def explicit_broadcasts_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 def _rewrite(eqn: JaxprEqn) -> list:
     """``eqn`` (or the broadcasts it needs, then its rewritten form)."""
     if any(True for _ in sub_jaxprs(eqn.params)):
-        params = {k: _sub_param(v) for k, v in eqn.params.items()}
-        if any(params[k] is not eqn.params[k] for k in params):
-            return [eqn.replace(params=params)]
-        return [eqn]
+        params = map_sub_jaxprs(eqn.params, explicit_broadcasts, explicit_broadcasts_jaxpr)
+        return [eqn if params is eqn.params else eqn.replace(params=params)]
     if eqn.primitive is P.broadcast_in_dim_p:
         return [_unit_axes_as_expand_dims(eqn)]
     if eqn.primitive.family not in core.ELEMENTWISE_FAMILIES or len(eqn.outvars) != 1:
@@ -94,14 +93,3 @@ def _unit_axes_as_expand_dims(eqn: JaxprEqn) -> JaxprEqn:
                                                                       for i in new):
         return eqn
     return JaxprEqn(eqn.invars, eqn.outvars, P.expand_dims_p, dict(dimensions=new))
-
-
-def _sub_param(v):
-    if isinstance(v, ClosedJaxpr):
-        return explicit_broadcasts(v)
-    if isinstance(v, Jaxpr):
-        return explicit_broadcasts_jaxpr(v)
-    if type(v) is tuple and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        new = tuple(_sub_param(x) for x in v)
-        return v if all(a is b for a, b in zip(new, v)) else new
-    return v

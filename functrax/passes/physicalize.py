@@ -37,6 +37,7 @@ from functrax.core import (
     Array, ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, is_extended_aval, physical_aval,
     sub_jaxprs,
 )
+from functrax.core.jaxpr import map_sub_jaxprs
 from functrax.core.tracing import trace_to_jaxpr
 from functrax.errors import MissingRuleError
 
@@ -139,18 +140,8 @@ def _sub_jaxpr_rule(eqn, *args):
     """
     if not any(True for _ in sub_jaxprs(eqn.params)):
         raise MissingRuleError("physicalize (typed PRNG keys)", eqn.primitive)
-    params = {k: _physical_param(v) for k, v in eqn.params.items()}
+    params = map_sub_jaxprs(eqn.params, physicalize, physicalize_jaxpr)
     return eqn.primitive.bind(*args, **params)
-
-
-def _physical_param(v):
-    if isinstance(v, ClosedJaxpr):
-        return physicalize(v)
-    if isinstance(v, Jaxpr):
-        return physicalize_jaxpr(v)
-    if type(v) is tuple and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-        return tuple(_physical_param(x) for x in v)
-    return v
 
 
 # --- eager evaluation of equations over extended dtypes ---

@@ -549,3 +549,23 @@ def test_floating_point_warnings_are_attributed_to_the_backend():
         np.divide(np.ones(1), np.zeros(1))  # from here: recorded
     assert np.isinf(inv).all() and np.isneginf(log).all()
     assert len(caught) == 1, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
+def test_outer_product_dot_general_equals_matmul(dtype):
+    """A contraction of size 1 (per-example gradients of a dense layer: vmap of its grad) runs
+    as a broadcast product: the same numbers as a matmul, batched or not, either layout."""
+    rng = np.random.default_rng(0)
+    a = (rng.normal(size=(5, 7, 1)) * 10).astype(dtype)
+    b = (rng.normal(size=(5, 1, 3)) * 10).astype(dtype)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    got = functrax.jit(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))))(a, b)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    # contraction axis first on the lhs (a transposed view), no batch
+    got = lax.dot_general(a[0].T, b[0], (((0,), (0,)), ((), ())))
+    np.testing.assert_array_equal(np.asarray(got), want[0])
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    w = rng.normal(size=(6, 3)).astype(np.float32)
+    per = functrax.vmap(functrax.grad(lambda w, x: (x @ w).sum()), in_axes=(None, 0))(w, x)
+    np.testing.assert_allclose(np.asarray(per), np.stack([np.outer(r, np.ones(3)) for r in x]),
+                               rtol=1e-6)

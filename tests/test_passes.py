@@ -802,3 +802,33 @@ def test_pipeline_hoists_rnn_weight_gradients():
         d[i, j] = eps
         want = (ref(W + d) - ref(W - d)) / (2 * eps)
         np.testing.assert_allclose(got[i, j], want, rtol=1e-3, atol=1e-5)
+
+
+def test_simplify_folds_a_transpose_of_a_dot_into_the_dot():
+    """JAX's transpose rule of dot_general stages ``transpose(dot_general(ct, x))`` for a weight
+    gradient; simplify computes it in its layout directly (operands swapped), but only when
+    the transpose is the dot's single reader."""
+    w = np.arange(8, dtype=F32).reshape(4, 2) / 8
+    x = np.linspace(-1, 1, 12, dtype=F32).reshape(3, 4)
+    g = functrax.grad(lambda w, x: fnp.tanh(x @ w).sum())
+    simplify_dce = lambda c: on_jaxpr(dce)(on_jaxpr(simplify)(c))  # noqa: E731
+    before, after = apply(simplify_dce, g, w, x)
+    assert "transpose" in names(before) and "transpose" not in names(after)
+    assert names(after).count("dot_general") == names(before).count("dot_general")
+    # batched: (b, m, k) x (b, k, n) -> (b, n, m) by the swapped dot
+    a, c = np.ones((2, 3, 5), F32), np.linspace(0, 1, 40, dtype=F32).reshape(2, 5, 4)
+    bmm = lambda a, c: lax.transpose(lax.dot_general(a, c, (((2,), (1,)), ((0,), (0,)))),
+                                     (0, 2, 1))
+    _, after = apply(simplify_dce, bmm, a, c)
+    assert names(after) == ["dot_general"]
+    # two readers of the product: kept as it is
+    def both(a, c):
+        p = lax.dot(a, c)
+        return lax.transpose(p, (1, 0)), p * 2.0
+    _, after = apply(simplify_dce, both, a[0], c[0])
+    assert "transpose" in names(after)
+    # a permutation that is not the swap of the free blocks: kept
+    keep = lambda a, c: lax.transpose(lax.dot_general(a, c, (((2,), (1,)), ((0,), (0,)))),
+                                      (1, 0, 2))
+    _, after = apply(simplify_dce, keep, a, c)
+    assert "transpose" in names(after)

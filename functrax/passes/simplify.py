@@ -36,10 +36,15 @@ rules: dict = {}
 class Context:
     """What rules may ask about operands: their producing equation and splat values."""
 
-    __slots__ = ("producer",)
+    __slots__ = ("producer", "uses")
 
-    def __init__(self):
+    def __init__(self, jaxpr=None):
         self.producer: dict = {}  # Var -> the (rewritten) equation that binds it
+        self.uses: dict = {}  # Var -> how many equations (or outputs) of the input read it
+        if jaxpr is not None:
+            for v in [u for e in jaxpr.eqns for u in e.invars] + list(jaxpr.outvars):
+                if type(v) is not Literal:
+                    self.uses[v] = self.uses.get(v, 0) + 1
 
     def made_by(self, atom, prim):
         """The equation of primitive ``prim`` that binds ``atom``, or None."""
@@ -80,7 +85,7 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     >>> s.outvars[0] is s.invars[0]
     True
     """
-    ctx = Context()
+    ctx = Context(jaxpr)
     subst = Substitution()
     eqns = []
     changed = False
@@ -243,14 +248,16 @@ rules[P.convert_element_type_p] = _convert
 
 
 def _transpose(eqn, ctx):
-    """Identity permutation -> x; transpose of transpose -> one composed transpose."""
+    """Identity permutation -> x; transpose of transpose -> one composed transpose; the
+    transpose that swaps a dot_general's free blocks -> the dot_general of the swapped
+    operands (what JAX's transpose rule of dot_general stages for a weight gradient)."""
     perm = tuple(eqn.params["permutation"])
     x = eqn.invars[0]
     if perm == tuple(range(len(perm))):
         return x
     inner = ctx.made_by(x, P.transpose_p)
     if inner is None:
-        return None
+        return _swapped_dot(eqn, perm, ctx)
     composed = tuple(inner.params["permutation"][i] for i in perm)
     if composed == tuple(range(len(composed))):
         return inner.invars[0]
@@ -258,6 +265,28 @@ def _transpose(eqn, ctx):
 
 
 rules[P.transpose_p] = _transpose
+
+
+def _swapped_dot(eqn, perm, ctx):
+    """``transpose(dot_general(a, b))`` whose permutation keeps the batch dims and swaps the
+    free dims of ``a`` with those of ``b`` -> ``dot_general(b, a)`` (only when the transpose is
+    the dot's single reader: no product is computed twice)."""
+    x = eqn.invars[0]
+    dot = ctx.made_by(x, P.dot_general_p)
+    if dot is None or ctx.uses.get(x, 0) != 1:
+        return None
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    a, b = dot.invars
+    nb, na = len(lb), a.aval.ndim - len(lc) - len(lb)
+    nf = b.aval.ndim - len(rc) - len(rb)
+    want = (tuple(range(nb)) + tuple(range(nb + na, nb + na + nf)) +
+            tuple(range(nb, nb + na)))
+    if perm != want or na == 0 or nf == 0:
+        return None
+    prec = dot.params.get("precision")
+    params = dict(dot.params, dimension_numbers=((rc, lc), (rb, lb)),
+                  precision=tuple(reversed(prec)) if type(prec) is tuple else prec)
+    return JaxprEqn([b, a], eqn.outvars, P.dot_general_p, params)
 
 
 def _reshape_source(x, ctx):

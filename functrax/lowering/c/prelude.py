@@ -5,7 +5,8 @@ float16 uses the compiler's ``_Float16`` conversions where it has them (hardware
 else exact bit-level ones (round to nearest even); bfloat16 is always converted on the bits
 (float32 -> bfloat16 rounds to nearest even and keeps NaNs NaN, as ml_dtypes does).
 
-``ft_expf`` computes float32 ``exp`` in float32 lanes (within 1 ulp: the hot loop of softmax).
+``ft_expf`` and ``ft_tanhf`` compute float32 ``exp`` and ``tanh`` in float32 lanes (within 1
+ulp: the hot loops of softmax and gelu).
 The other transcendental kernels ``ft_exp_d``, ``ft_expm1_d``, ``ft_log_d``, ``ft_log1p_d``,
 ``ft_tanh_d`` and ``ft_logistic_d`` serve float32 (and float16/bfloat16) operands: they
 compute in double precision (range reduction by bit manipulation, a polynomial of relative
@@ -140,6 +141,22 @@ static inline float ft_expf(float x) {
   p = p * (r * r) + r + 1.0f;
   int32_t ki = ft_f2bits(t) - 0x4B400000, k1 = ki >> 1, k2 = ki - k1;
   return p * ft_bits2f((k1 + 127) << 23) * ft_bits2f((k2 + 127) << 23);
+}
+
+/* tanh(x) in float32 lanes: Cephes' odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1)
+   above, x's sign bit set on |tanh| (-0 stays -0); within 1 ulp */
+static inline float ft_tanhf(float x) {
+  int32_t sign = ft_f2bits(x) & (int32_t)0x80000000;
+  float a = ft_bits2f(ft_f2bits(x) & 0x7fffffff), s = a * a;
+  float p = -5.70498872745e-3f;
+  p = p * s + 2.06390887954e-2f;
+  p = p * s - 5.37397155531e-2f;
+  p = p * s + 1.33314422036e-1f;
+  p = p * s - 3.33332819422e-1f;
+  float small = p * s * a + a;
+  float e = ft_expf(2.0f * (a > 44.0f ? 44.0f : a));
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  return ft_bits2f(ft_f2bits(a < 0.625f ? small : big) | sign);
 }
 
 /* exp(x) - 1: Taylor near 0 (no cancellation), exp(x) - 1 elsewhere */

@@ -252,11 +252,17 @@ def _vectorizable(kernel, libm):
     return rule
 
 
-deftemplate(P.exp_p, lambda ctx: "exp({0})" if np.dtype(ctx.in_avals[0].dtype) == np.float64
-            else "ft_expf({0})", F)  # float32 lanes, within 1 ulp (softmax's hot loop)
+def _float_lanes(kernel, libm):
+    """float32/float16/bfloat16: the prelude's float32-lane ``kernel`` (within 1 ulp: the hot
+    loops of softmax and gelu); float64: libm's ``libm``."""
+    return lambda ctx: (f"{libm}({{0}})" if np.dtype(ctx.in_avals[0].dtype) == np.float64
+                        else f"{kernel}({{0}})")
+
+
+deftemplate(P.exp_p, _float_lanes("ft_expf", "exp"), F)
+deftemplate(P.tanh_p, _float_lanes("ft_tanhf", "tanh"), F)
 for _p, _k, _libm_expr in (
-        (P.log_p, "ft_log_d", "log({0})"),
-        (P.tanh_p, "ft_tanh_d", "tanh({0})"), (P.log1p_p, "ft_log1p_d", "log1p({0})"),
+        (P.log_p, "ft_log_d", "log({0})"), (P.log1p_p, "ft_log1p_d", "log1p({0})"),
         (P.expm1_p, "ft_expm1_d", "expm1({0})"),
         (P.logistic_p, "ft_logistic_d", "1.0 / (1.0 + exp(-{0}))")):
     deftemplate(_p, _vectorizable(_k, _libm_expr), F)

@@ -42,6 +42,8 @@ from functrax import core
 from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, Literal
 from functrax.lowering.c import codegen
+from functrax.lowering.c.blas import configure_library
+from functrax.lowering.c.blocks import BLOCK_PRIMITIVES, generate_block
 from functrax.lowering.c.cache import LibraryCache, default_cache
 from functrax.lowering.c.prelude import PRELUDE
 from functrax.lowering.c.rules import UnsupportedError
@@ -102,16 +104,21 @@ class Step:
     """
 
     __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt",
-                 "_pool", "_lock")
+                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch")
 
-    def __init__(self, group, kernel=None, fallback=None, fn=None):
+    def __init__(self, group, kernel=None, fallback=None, fn=None, consts=()):
         self.group, self.kernel, self.fallback, self.fn = group, kernel, fallback, fn
         self._ins = tuple(v for v in group.inputs if type(v) is not Literal)
         self._outs = tuple(group.outputs)
         self._dtypes = tuple(v.aval.dtype for v in self._ins)
-        self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs))
+        nscratch = len(kernel.scratch) if kernel is not None else 0
+        self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs) + nscratch
+                                        + len(consts))
         self._pool = [None] * len(self._outs)  # the last output buffers, for reuse
         self._lock = threading.Lock()
+        self._consts = tuple(c.ctypes.data for c in consts)
+        self._consts_keep = consts
+        self._scratch = []  # free sets of scratch buffers (one per concurrent call)
 
     def _output_buffer(self, j):
         """The buffer of output ``j``: the one of the previous call when nothing but this step
@@ -123,6 +130,15 @@ class Step:
             return buf
         v = self._outs[j]
         return np.empty(v.aval.shape, v.aval.dtype)
+
+    def _take_scratch(self) -> list:
+        """Scratch buffers of one call: a free set of an earlier call, else new ones."""
+        if not self.kernel.scratch:
+            return []
+        with self._lock:
+            if self._scratch:
+                return self._scratch.pop()
+        return [np.empty(n, np.uint8) for n in self.kernel.scratch]
 
     def bind(self, cfunc):
         """Attach the loaded C function of this kernel step."""
@@ -144,8 +160,13 @@ class Step:
             ins.append(x)
         outs = [self._output_buffer(j) for j in range(len(self._outs))]
         if self.kernel.work:
-            ptrs = self._argt(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs])
+            scratch = self._take_scratch()
+            ptrs = self._argt(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs],
+                              *[s.ctypes.data for s in scratch], *self._consts)
             self.fn(ptrs, _num_threads())
+            if scratch:
+                with self._lock:
+                    self._scratch.append(scratch)
         for j, (v, x) in enumerate(zip(self._outs, outs)):
             env[v] = x
             self._pool[j] = x
@@ -172,7 +193,7 @@ class CProgram:
         self.fallbacks = tuple(s.fallback for s in steps if s.fallback is not None)
         if program_fallback is not None:
             self.fallbacks = (program_fallback,) + self.fallbacks
-        self.source = PRELUDE + "\n" + "\n".join(k.text for k in self.kernels)
+        self.source = PRELUDE + "\n" + "\n".join(k.text for k in _with_deps(self.kernels))
         self.out_avals = [v.aval for v in closed.jaxpr.outvars]
         self.donated = tuple(sorted(set(donated)))
         self._numpy = numpy_exe
@@ -240,8 +261,6 @@ def _fallback_reason(group: FusionGroup) -> str:
     reasons = [r for r in (classify(e)[1] for e in group.eqns) if r]
     if reasons:
         return reasons[0]
-    if group.kind is GroupKind.MATMUL:
-        return "matmul: numpy's matmul (BLAS); the fused C epilogue is not generated yet"
     return f"{group.kind.value} group"
 
 
@@ -259,6 +278,13 @@ def _step(index: int, group: FusionGroup) -> Step:
             return Step(group, kernel=codegen.generate(group))
         except UnsupportedError as e:
             reason = f"C codegen: {e}"
+    elif group.kind is GroupKind.MATMUL or (group.kind is GroupKind.OPAQUE and
+                                            group.eqns[0].primitive in BLOCK_PRIMITIVES):
+        try:
+            kernel, consts = generate_block(group)
+            return Step(group, kernel=kernel, consts=consts)
+        except UnsupportedError as e:
+            reason = f"C block: {e}"
     STATS["fallbacks"] += 1
     fallback = Fallback(index, group.kind, tuple(e.primitive.name for e in group.eqns),
                         reason or _fallback_reason(group))
@@ -307,17 +333,29 @@ def _load_libraries(sources: list, cache: LibraryCache):
         with concurrent.futures.ThreadPoolExecutor(max(1, min(len(sources),
                                                               os.cpu_count() or 1))) as pool:
             list(pool.map(build, range(len(sources))))
+    for lib in dict.fromkeys(libs):
+        configure_library(lib)
     with _LOADED_LOCK:
         for (_, names), lib in zip(sources, libs):
             for n in names:
                 _LOADED.setdefault(n, lib)
 
 
+def _with_deps(kernels) -> list:
+    """``kernels`` and the kernels they call, callees first, one per name."""
+    out = {}
+    for k in kernels:
+        for d in k.deps:
+            out.setdefault(d.name, d)
+        out.setdefault(k.name, k)
+    return list(out.values())
+
+
 def _link(steps: list, cache: LibraryCache):
     kernels = [s.kernel for s in steps if s.kernel is not None]
-    missing = [k for k in dict.fromkeys(kernels) if k.name not in _LOADED]
+    missing = [k for k in kernels if k.name not in _LOADED]
     if missing:
-        unique = list({k.name: k for k in kernels}.values())
+        unique = _with_deps(kernels)
         source = PRELUDE + "\n" + "\n".join(k.text for k in unique)
         _load_libraries([(source, [k.name for k in unique])], cache)
     for s in steps:
@@ -386,7 +424,7 @@ def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | 
         except CompileError as e:
             if config.c_compile_errors == "raise":
                 raise
-            name = _failed_kernel(str(e), kernels)
+            name = _failed_kernel(str(e), _with_deps(kernels))
             _warn_once(("compile", name), f"functrax C backend: compiling kernel {name} failed; "
                        f"the program runs on the numpy backend. {e}")
             return _on_numpy(closed, plan, donated, f"compile error in {name}: {e}")
@@ -409,17 +447,21 @@ def compile_many(closeds, *, cache: LibraryCache | None = None, per_library: int
     prepared = [_prepare(c, fusion_config) for c in closeds]
     tc = toolchain()
     if tc.available:
-        todo = {}
+        todo = {}  # root kernel name -> the kernels its translation unit needs
         for _, _, steps in prepared:
             for s in steps:
                 if s.kernel is not None and s.kernel.name not in _LOADED:
-                    todo.setdefault(s.kernel.name, s.kernel)
-        ks = list(todo.values())
-        sources = []
-        for i in range(0, len(ks), per_library):
-            part = ks[i:i + per_library]
-            sources.append((PRELUDE + "\n" + "\n".join(k.text for k in part),
-                            [k.name for k in part]))
+                    todo.setdefault(s.kernel.name, _with_deps([s.kernel]))
+        sources, part = [], {}
+        for unit in list(todo.values()) + [None]:
+            if unit is None or (part and len(part) + len(unit) > per_library):
+                if part:
+                    ks = list(part.values())
+                    sources.append((PRELUDE + "\n" + "\n".join(k.text for k in ks),
+                                    [k.name for k in ks]))
+                part = {}
+            for k in unit or ():
+                part.setdefault(k.name, k)
         try:
             if sources:
                 _load_libraries(sources, cache)

@@ -66,6 +66,8 @@ class KernelSource:
       kind: the group kind.
       in_avals, out_avals: the buffers, in argument order (non-literal inputs, outputs).
       work: elements of the iteration space (0: the call is skipped).
+      deps: the kernels this function calls (a block's, ``blocks.generate_block``).
+      scratch: bytes of each scratch buffer passed after the outputs (a block's).
     """
 
     name: str
@@ -74,6 +76,8 @@ class KernelSource:
     in_avals: tuple
     out_avals: tuple
     work: int
+    deps: tuple = ()
+    scratch: tuple = ()
 
 
 # --- the emitter: nested scopes with CSE and hoisting by loop variables ---

@@ -8,7 +8,7 @@ else exact bit-level ones (round to nearest even); bfloat16 is always converted 
 ``ft_expf`` and ``ft_tanhf`` compute float32 ``exp`` and ``tanh`` in float32 lanes (within 1
 ulp: the hot loops of softmax and gelu).
 The other transcendental kernels ``ft_exp_d``, ``ft_expm1_d``, ``ft_log_d``, ``ft_log1p_d``,
-``ft_tanh_d`` and ``ft_logistic_d`` serve float32 (and float16/bfloat16) operands: they
+and ``ft_logistic_d`` serve float32 (and float16/bfloat16) operands: they
 compute in double precision (range reduction by bit manipulation, a polynomial of relative
 error below 1e-12) with no branch and no library call, so ``#pragma omp simd`` loops over
 them vectorize (``-fno-trapping-math`` lets the compiler evaluate both sides of a select).
@@ -199,13 +199,46 @@ static inline double ft_log1p_d(double x) {
   return (x > -1e-4 && x < 1e-4) ? t : l;
 }
 
-/* tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), with x's sign bit (ft_exp_d clamps large
-   arguments: the quotient is 1 there); written on the bits, which keeps the loop vectorizable */
-static inline double ft_tanh_d(double x) {
-  int64_t b = ft_d2bits(x);
-  double m = ft_expm1_d(2.0 * ft_bits2d(b & 0x7fffffffffffffffLL));
-  return ft_bits2d(ft_d2bits(m / (m + 2.0)) | (b & (int64_t)0x8000000000000000ULL));
-}
-
 static inline double ft_logistic_d(double x) { return 1.0 / (1.0 + ft_exp_d(-x)); }
+
+/* Matrix products: C[M,N] = op(A)[M,K] op(B)[K,N] (row-major; ta/tb: the operand is stored
+   transposed) through the BLAS numpy ships (blas.py hands its sgemm/dgemm to ft_set_blas),
+   else a plain loop. K == 0 gives zeros without reading A or B. */
+static void *ft_blas_s, *ft_blas_d;
+static int ft_blas_ilp64;
+void ft_set_blas(void *s, void *d, int ilp64) { ft_blas_s = s; ft_blas_d = d; ft_blas_ilp64 = ilp64; }
+#define FT_GEMM(T, NAME, PTR)                                                                  \
+typedef void (*NAME##_64_t)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t,  \
+                            const T *, int64_t, T, T *, int64_t);                              \
+typedef void (*NAME##_32_t)(int, int, int, int, int, int, T, const T *, int, const T *, int,  \
+                            T, T *, int);                                                      \
+static __attribute__((unused)) void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, \
+                 const T *A, int64_t lda, const T *B, int64_t ldb, T *C, int64_t ldc) { \
+  if (M <= 0 || N <= 0) return;                                                                \
+  if (K <= 0) { for (int64_t i = 0; i < M; ++i) memset(C + i * ldc, 0, N * sizeof(T)); return; } \
+  if (PTR && ft_blas_ilp64) {                                                                  \
+    ((NAME##_64_t)PTR)(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, (T)1, A, lda, B, ldb,      \
+                       (T)0, C, ldc);                                                          \
+    return;                                                                                    \
+  }                                                                                            \
+  if (PTR && M < 2147483647 && N < 2147483647 && K < 2147483647) {                             \
+    ((NAME##_32_t)PTR)(101, ta ? 112 : 111, tb ? 112 : 111, (int)M, (int)N, (int)K, (T)1, A,    \
+                       (int)lda, B, (int)ldb, (T)0, C, (int)ldc);                              \
+    return;                                                                                    \
+  }                                                                                            \
+  for (int64_t i = 0; i < M; ++i) {                                                            \
+    T *c = C + i * ldc;                                                                        \
+    for (int64_t j = 0; j < N; ++j) c[j] = 0;                                                  \
+    for (int64_t k = 0; k < K; ++k) {                                                          \
+      const T a = ta ? A[k * lda + i] : A[i * lda + k];                                        \
+      if (tb) { for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * ldb + k]; }                  \
+      else {                                                                                   \
+        const T *b = B + k * ldb;                                                              \
+        _Pragma("omp simd") for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];                  \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
+}
+FT_GEMM(float, ft_gemm_f32, ft_blas_s)
+FT_GEMM(double, ft_gemm_f64, ft_blas_d)
 """

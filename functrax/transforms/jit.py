@@ -547,7 +547,9 @@ class Lowered:
     def __init__(self, jitted, entry):
         self._jitted = jitted
         self._entry = entry
-        self.jaxpr = optimize(entry.closed) if entry.optimized is None else entry.optimized
+        if entry.optimized is None:  # kept: compile() reuses it
+            entry.optimized = optimize(entry.closed)
+        self.jaxpr = entry.optimized
 
     def as_text(self, dialect=None, *, debug_info=False):
         """The program's text. functrax has no MLIR/HLO: for every dialect (``None``,

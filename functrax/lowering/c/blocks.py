@@ -45,6 +45,7 @@ from functrax.primitives.control_flow import cond_p, scan_p, while_p
 __all__ = ["generate_block", "BLOCK_PRIMITIVES"]
 
 BLOCK_PRIMITIVES = frozenset({scan_p, while_p, cond_p})
+_STRIDED_EPILOGUE = 4096  # elements of a transposed epilogue value left to numpy (top level)
 _INDEX_TYPES = {"int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "bool": "uint8_t",
                 "int8": "int8_t", "int16": "int16_t", "uint32": "uint32_t"}
 
@@ -73,6 +74,7 @@ class _Block:
         self.consts: list = []   # numpy arrays passed after the scratch buffers
         self.depth = 1
         self.count = 0
+        self.kernel_nt = "nt"
 
     def emit(self, line: str):
         self.lines.append("  " * self.depth + line)
@@ -115,7 +117,7 @@ class _Block:
         self.deps.setdefault(kernel.name, kernel)
         if kernel.work:
             ptrs = ", ".join(f"(void *)({a})" for a in args)
-            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {kernel.name}(p, nt); }}")
+            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {kernel.name}(p, {self.kernel_nt}); }}")
 
     # --- equations ---
 
@@ -172,7 +174,13 @@ class _Block:
              else self.alloc(_nbytes(out.aval)))
         env[out] = c
         self.emit(gemm_call(dot, ptrs[0], ptrs[1], c, perms[0], perms[1]))
+        self.kernel_nt = "1"  # BLAS threads spin after a product: ours would wait for cores
         rest = [e for e in g.eqns if e is not dot and id(e) not in absorbed]
+        big = [e for e in rest if e.primitive is P.transpose_p
+               and math.prod(e.outvars[0].aval.shape) > _STRIDED_EPILOGUE]
+        if big and self.depth == 1:  # outside loops: numpy's cache-aware strided loops win
+            raise UnsupportedError(f"a transposed epilogue ({big[0].outvars[0].aval.str_short()}"
+                                   "): numpy's strided loops are faster than the C kernel's")
         made = {o for e in rest for o in e.outvars}
         self.eqns(rest, env, targets, [v for v in g.outputs if v in made])
 

@@ -351,6 +351,19 @@ config.define("c_compile_errors", os.environ.get("FUNCTRAX_C_COMPILE_ERRORS") or
               "default: warn once naming the kernel and the compiler's message, then run the "
               "program on the numpy backend) or 'raise' (a CompileError).",
               validate=_check_compile_errors)
+def _check_cpu_backend(value):
+    if value not in ("auto", "c", "numpy"):
+        raise ValueError(f"functrax.config.update: cpu_backend must be 'auto' (numpy at once, "
+                         f"the C backend once compiled in the background), 'c' or 'numpy', got "
+                         f"{value!r}")
+
+
+config.define("cpu_backend", os.environ.get("FUNCTRAX_CPU_BACKEND") or "auto",
+              "The backend of jit on the CPU when none is named: 'auto' (the default: the "
+              "numpy executor serves the first calls while the C backend compiles the program "
+              "on a background thread, then the C program; numpy only when no C compiler "
+              "works), 'c' (the C program from the first call, which waits for the compiler) "
+              "or 'numpy'.", validate=_check_cpu_backend, trace_context=True)
 config.define("c_dump_dir", os.environ.get("FUNCTRAX_C_DUMP_DIR") or None,
               "A directory to which the C backend writes the source of every program it "
               "builds (<hash>.c); None (the default) dumps nothing.", validate=_check_c_dump_dir)

@@ -3,8 +3,16 @@
 No deadlines anywhere (timings on a shared 2-core machine are not what these tests check).
 Under CI (``CI=true``) hypothesis is derandomized, so a submission is judged on the same
 examples every run; locally it explores new examples each run.
+
+``jit`` without a backend runs on the numpy backend here (``FUNCTRAX_CPU_BACKEND=numpy``
+unless the environment sets it): the default ``"auto"`` would compile every jitted program
+of the suite in the background and switch to C at a moment that depends on timing, so a
+test comparing two calls could see numpy's result, then C's. The C and ``"auto"`` backends
+have their own tests (``test_c_*``), which name them.
 """
 import os
+
+os.environ.setdefault("FUNCTRAX_CPU_BACKEND", "numpy")  # before functrax is imported
 
 import pytest
 

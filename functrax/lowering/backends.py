@@ -22,6 +22,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
+from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, sub_jaxprs
 from functrax.passes.pipeline import optimize
 
@@ -56,14 +57,21 @@ def available_backends() -> list:
     return list(_BACKENDS)
 
 
+def default_backend_name() -> str:
+    """The backend of ``jit`` on the CPU when none is named: ``config.cpu_backend``
+    (``"auto"``, ``"c"`` or ``"numpy"``), where registered, else ``"numpy"``."""
+    name = config.cpu_backend
+    return name if name in _BACKENDS else DEFAULT_BACKEND
+
+
 def get_backend(name: str | None = None) -> Backend:
     """The backend registered as ``name`` or one of its aliases (None: the default,
-    ``"numpy"``).
+    :func:`default_backend_name`).
 
     Raises:
       RuntimeError: for a name no backend registered, listing the available ones.
     """
-    name = DEFAULT_BACKEND if name is None else name
+    name = default_backend_name() if name is None else name
     backend = _BACKENDS.get(_ALIASES.get(name, name))
     if backend is None:
         names = sorted(set(_BACKENDS) | set(_ALIASES))

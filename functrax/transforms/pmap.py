@@ -32,7 +32,8 @@ from functrax import core
 from functrax import primitives as P
 from functrax.core import Array, Jaxpr
 from functrax.runtime.devices import ShardedArray
-from functrax.lowering.backends import get_backend
+from functrax.lowering.backends import default_backend_name, get_backend
+from functrax.lowering.c.tiered import TieredProgram
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.inline import inline_closed
@@ -100,20 +101,27 @@ def _executable(closed, axis_name, axis_size, donated=(), backend=None):
     per = _compiled.get(closed)
     if per is None:
         per = _compiled[closed] = {}
-    key = (donated, backend if backend in CPU_PROGRAM_BACKENDS else None)
+    name = default_backend_name() if backend is None else backend
+    key = (donated, name if name in CPU_PROGRAM_BACKENDS else None)
     exe = per.get(key)
     if exe is None:
         with core.extend_axis_env(axis_name, axis_size):
+            opt = optimize(closed)
             if key[1] is None:
-                exe = compile_jaxpr(optimize(closed), donated=donated)
+                exe = compile_jaxpr(opt, donated=donated)
+            elif key[1] == "auto":  # the C program built in the background, in this axis env
+                def build():
+                    with core.extend_axis_env(axis_name, axis_size):
+                        return get_backend("c").compile_host(opt)
+                exe = TieredProgram(opt, donated, compile_fn=build)
             else:
-                exe = get_backend(key[1]).compile_host(optimize(closed))
+                exe = get_backend(key[1]).compile_host(opt)
             per[key] = exe
     return exe
 
 
 # backends that compile a CPU replica's program themselves (the others: the numpy executor)
-CPU_PROGRAM_BACKENDS = ("c",)
+CPU_PROGRAM_BACKENDS = ("c", "auto")
 
 
 def _pmap_numpy(*args, call_jaxpr, axis_name, axis_size, in_axes, out_axes, devices,

@@ -6,12 +6,18 @@
 - ``indexing``: how layout primitives transform indices (C text);
 - ``codegen``: a FusionGroup -> a deterministic C function (``generate``);
 - ``cache``: compiled shared libraries on disk, keyed by source, compiler and CPU;
-- ``backend``: ``compile_c`` (a program: one translation unit, numpy fallbacks per group).
+- ``blas``, ``matmul``, ``blocks``: matrix products through numpy's BLAS with fused
+  epilogues, and control flow as C loops;
+- ``backend``: ``compile_c`` (a program: one translation unit, numpy fallbacks per group);
+- ``tiered``: the default CPU backend ``"auto"`` (numpy first, C once compiled).
 
-Importing this package registers the backend as ``"c"`` (``functrax.lowering.backends``);
-it runs no compiler until a program needs one.
+Importing this package registers the backends ``"c"`` and ``"auto"``
+(``functrax.lowering.backends``); it runs no compiler until a program needs one.
 """
 from functrax.lowering import backends as _backends
 from functrax.lowering.c.backend import compile_c as _compile_c
+from functrax.lowering.c.tiered import compile_tiered as _compile_tiered
+from functrax.lowering.numpy.executor import compile_jaxpr as _compile_jaxpr
 
 _backends.register_backend("c", _compile_c)
+_backends.register_backend("auto", _compile_tiered, _compile_jaxpr)

@@ -1,0 +1,168 @@
+"""The default CPU backend (``"auto"``): the numpy executor at once, the C program when ready.
+
+``jit(f)`` on the CPU compiles its program twice: the numpy executor (milliseconds) serves
+the first calls while the C backend's program (:func:`functrax.lowering.c.backend.compile_c`:
+code generation and the system C compiler, or a load from the disk cache) is built on one
+background thread; the first call after it is ready switches to it for good. Without a
+working compiler, or when the compiler rejects the program, the numpy executor stays (a
+compile error warns once, as on the C backend; ``config.c_compile_errors = "raise"`` makes
+the next call raise it).
+
+``config.cpu_backend`` chooses: ``"auto"`` (this), ``"c"`` (the C program from the first
+call: the call waits for the compiler) or ``"numpy"``. The two executors agree to the
+tolerances of the C backend's numerics (transcendentals within 2 ulp, reductions summed in
+another order), not bit for bit: a run that must repeat bit for bit across processes sets
+``"c"`` or ``"numpy"``.
+
+Programs compile one after another on one daemon thread, so a notebook defining many jitted
+functions never runs many compilers at once, and exiting never waits for a compile.
+
+>>> import functrax, functrax.numpy as fnp
+>>> f = functrax.jit(lambda x: fnp.tanh(x) * 2.0)
+>>> exe = f.lower(fnp.ones(4)).compile()._entry.exe   # on the CPU: a TieredProgram
+>>> exe.wait() is not None                           # block until the C program is ready
+True
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import weakref
+
+from functrax.lowering.c.backend import compile_c
+from functrax.lowering.c.toolchain import toolchain
+from functrax.lowering.numpy.executor import compile_jaxpr
+
+__all__ = ["TieredProgram", "compile_tiered"]
+
+_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
+_WORKER: list = []
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker():
+    while True:
+        ref = _QUEUE.get()
+        program = ref()
+        if program is not None:
+            program._build()
+            del program
+
+
+def _submit(program):
+    with _WORKER_LOCK:
+        if not _WORKER:
+            t = threading.Thread(target=_worker, name="functrax-c-compiler", daemon=True)
+            t.start()
+            _WORKER.append(t)
+    _QUEUE.put(weakref.ref(program))
+
+
+class TieredProgram:
+    """A program run by the numpy executor until its C program is ready.
+
+    Attributes:
+      numpy: the numpy executor (``compile_jaxpr``).
+      first_call_s / ready_s: seconds from creation to the first call / to the C program
+        being ready (None until then).
+    """
+
+    def __init__(self, closed, donated=(), compile_fn=None):
+        self.jaxpr = closed
+        self.donated = tuple(sorted(set(donated)))
+        self.numpy = compile_jaxpr(closed, donated)
+        self.out_avals = self.numpy.out_avals
+        self._compile_fn = compile_fn or (lambda: compile_c(closed, self.donated))
+        self._exe = None  # the executor every call uses once decided
+        self._c = None
+        self._error = None
+        self._done = threading.Event()
+        self._started = False
+        self._lock = threading.Lock()
+        self._t0 = time.perf_counter()
+        self.first_call_s = self.ready_s = None
+
+    def _start(self):
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        _submit(self)
+
+    def _build(self):
+        try:
+            tc = toolchain()  # no compiler: numpy, silently (the normal case on such machines)
+            self._c = self._compile_fn() if tc.available else None
+        except BaseException as e:  # noqa: BLE001 (kept, raised by the next call)
+            self._error = e
+        self.ready_s = time.perf_counter() - self._t0
+        self._done.set()
+
+    def wait(self, timeout: float | None = None):
+        """Block until the C program is built (starting it if needed); returns it (a
+        ``CProgram``, possibly running on numpy; the numpy executor when no compiler works)
+        or None on timeout. Raises the compile error when ``config.c_compile_errors`` is
+        ``"raise"``."""
+        self._start()
+        if not self._done.wait(timeout):
+            return None
+        if self._error is not None:
+            raise self._error
+        return self.numpy if self._c is None else self._c
+
+    def _executor(self):
+        exe = self._exe
+        if exe is not None:
+            return exe
+        if self.first_call_s is None:
+            self.first_call_s = time.perf_counter() - self._t0
+            self._start()
+        if not self._done.is_set():
+            return self.numpy
+        if self._error is not None:
+            err, self._error = self._error, None
+            self._exe = self.numpy
+            raise err
+        self._exe = self.numpy if self._c is None or self._c.on_numpy else self._c
+        return self._exe
+
+    @property
+    def on_c(self) -> bool:
+        """Whether calls now run the C program."""
+        return self._exe is not None and self._exe is self._c
+
+    def run(self, *args) -> list:
+        return self._executor().run(*args)
+
+    __call__ = run
+
+    def run_consuming(self, args: list):
+        return self._executor().run_consuming(args)
+
+    # inspection: the C program's (waits for it)
+    def as_text(self) -> str:
+        exe = self.wait()
+        if exe is self.numpy:
+            return f"# jaxpr\n{self.jaxpr}\n\n# numpy executor (no working C compiler)"
+        return exe.as_text()
+
+    def cost_analysis(self) -> dict:
+        from functrax.lowering.cost import cost_analysis
+        return cost_analysis(self.jaxpr)
+
+    @property
+    def fallbacks(self) -> tuple:
+        """The C program's numpy fallbacks (waits for it; () without a compiler)."""
+        exe = self.wait()
+        return () if exe is self.numpy else exe.fallbacks
+
+    def __repr__(self):
+        state = "on C" if self.on_c else ("compiling" if self._started and not
+                                          self._done.is_set() else "on numpy")
+        return f"TieredProgram({state})"
+
+
+def compile_tiered(closed, donated=()):
+    """The ``"auto"`` backend's compiler: a :class:`TieredProgram`."""
+    return TieredProgram(closed, donated)

@@ -40,7 +40,7 @@ import numpy as np
 
 from functrax import core
 from functrax.config import config
-from functrax.core import ClosedJaxpr, Jaxpr, Literal
+from functrax.core import ClosedJaxpr, Family, Jaxpr, Literal
 from functrax.lowering.c import codegen
 from functrax.lowering.c.blas import configure_library
 from functrax.lowering.c.blocks import BLOCK_PRIMITIVES, generate_block
@@ -104,7 +104,7 @@ class Step:
     """
 
     __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt",
-                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch")
+                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch", "single_thread")
 
     def __init__(self, group, kernel=None, fallback=None, fn=None, consts=()):
         self.group, self.kernel, self.fallback, self.fn = group, kernel, fallback, fn
@@ -119,6 +119,7 @@ class Step:
         self._consts = tuple(c.ctypes.data for c in consts)
         self._consts_keep = consts
         self._scratch = []  # free sets of scratch buffers (one per concurrent call)
+        self.single_thread = False  # set by a program whose BLAS threads own the cores
 
     def _output_buffer(self, j):
         """The buffer of output ``j``: the one of the previous call when nothing but this step
@@ -163,7 +164,7 @@ class Step:
             scratch = self._take_scratch()
             ptrs = self._argt(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs],
                               *[s.ctypes.data for s in scratch], *self._consts)
-            self.fn(ptrs, _num_threads())
+            self.fn(ptrs, 1 if self.single_thread else _num_threads())
             if scratch:
                 with self._lock:
                     self._scratch.append(scratch)
@@ -379,6 +380,22 @@ def _dump(program: CProgram):
             f.write(program.source)
 
 
+_BLAS_FAMILIES = frozenset({Family.CONTRACTION, Family.CONVOLUTION, Family.LINALG})
+
+
+def _uses_blas(jaxpr: Jaxpr) -> bool:
+    """Whether a program calls BLAS (products, convolutions, decompositions; in loops too).
+    Its kernels then run on one thread: BLAS's threads keep spinning on the other cores for a
+    while after each call, and OpenMP threads competing with them for the cores made a
+    2-core MLP step 15x slower. BLAS parallelizes the products, which dominate such programs."""
+    for e in jaxpr.eqns:
+        if e.primitive.family in _BLAS_FAMILIES:
+            return True
+        if any(_uses_blas(sub) for sub in core.sub_jaxprs(e.params)):
+            return True
+    return False
+
+
 def _prepare(closed: ClosedJaxpr, fusion_config):
     if not isinstance(closed, ClosedJaxpr):
         raise TypeError(f"compile_c: expected a ClosedJaxpr (e.g. functrax.jit(f)"
@@ -429,6 +446,9 @@ def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | 
                        f"the program runs on the numpy backend. {e}")
             return _on_numpy(closed, plan, donated, f"compile error in {name}: {e}")
         STATS["kernels"] += len(kernels)
+    if _uses_blas(closed.jaxpr):
+        for s in steps:
+            s.single_thread = True
     program = CProgram(closed, plan, steps, donated)
     _dump(program)
     return program

@@ -13,6 +13,8 @@ the program (:func:`plan_fusion`), and each group becomes:
 - MATMUL: ``ft_gemm_f32``/``ft_gemm_f64`` (BLAS, ``matmul.gemm_call``; a transposed operand
   read in place), then the rest of the group (epilogue, operand reductions) planned again
   and emitted as kernels;
+- bodies have their calls inlined first (remat, nested jit and custom derivatives only
+  matter to transformations);
 - ``scan``: a C loop. The body's inputs are the constants, the carry pointers and the
   ``i``-th slices of the scanned arrays; its scanned outputs are written straight into the
   ``i``-th slices of the outputs. A carry lives in one of two buffers by the parity of the
@@ -40,6 +42,7 @@ from functrax.lowering.c.rules import UnsupportedError
 from functrax.lowering.fusion.planner import plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
 from functrax.passes.explicit_broadcast import explicit_broadcasts_jaxpr
+from functrax.passes.inline import inline_closed
 from functrax.primitives.control_flow import cond_p, scan_p, while_p
 
 __all__ = ["generate_block", "BLOCK_PRIMITIVES"]
@@ -187,7 +190,8 @@ class _Block:
     # --- control flow ---
 
     def _body(self, closed: ClosedJaxpr, in_locs, targets: dict) -> list:
-        """Emit a body jaxpr on ``in_locs``; returns the locations of its outputs."""
+        """Emit a body jaxpr (calls inlined, ``inline_closed``) on ``in_locs``; returns the
+        locations of its outputs."""
         j = closed.jaxpr
         env = {v: self.const(c, v.aval) for v, c in zip(j.constvars, closed.consts)}
         env.update(zip(j.invars, in_locs))
@@ -228,7 +232,8 @@ class _Block:
 
     def scan(self, eqn, env, targets, needed):
         p = eqn.params
-        body, length, nc, nk = p["jaxpr"], p["length"], p["num_consts"], p["num_carry"]
+        body, length, nc, nk = (inline_closed(p["jaxpr"]), p["length"], p["num_consts"],
+                                p["num_carry"])
         ins = [self.loc(env, v) for v in eqn.invars]
         consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
         carry_avals = [v.aval for v in eqn.outvars[:nk]]
@@ -267,7 +272,8 @@ class _Block:
 
     def while_loop(self, eqn, env, targets, needed):
         p = eqn.params
-        cj, bj, cn, bn = p["cond_jaxpr"], p["body_jaxpr"], p["cond_nconsts"], p["body_nconsts"]
+        cj, bj = inline_closed(p["cond_jaxpr"]), inline_closed(p["body_jaxpr"])
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
         ins = [self.loc(env, v) for v in eqn.invars]
         cconsts, bconsts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
         carry_avals = [v.aval for v in eqn.outvars]
@@ -292,7 +298,7 @@ class _Block:
         self.emit("}")
 
     def cond(self, eqn, env, targets, needed):
-        branches = eqn.params["branches"]
+        branches = [inline_closed(b) for b in eqn.params["branches"]]
         index, *ops = eqn.invars
         ctype = _INDEX_TYPES.get(np.dtype(index.aval.dtype).name)
         if ctype is None:

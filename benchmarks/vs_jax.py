@@ -264,30 +264,8 @@ def _compare(out_dir, impls, name):
     return f"{worst:.1e}"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jax-python", default=os.environ.get("FUNCTRAX_BENCH_JAX_PYTHON"))
-    ap.add_argument("--number", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default=",".join(WORKLOADS))
-    ap.add_argument("--modes", default="1thread,allcores")
-    ap.add_argument("--worker", nargs=2, metavar=("IMPL", "MODE"))
-    ap.add_argument("--compile-worker", metavar="IMPL")
-    ap.add_argument("--out-dir")
-    a = ap.parse_args()
-    names = [n for n in a.only.split(",") if n]
-    if a.worker:
-        if a.worker[1] == "1thread":
-            _pin_one_thread()
-        return worker(a.worker[0], a.worker[1], names, a.number, a.repeat, a.out_dir)
-    if a.compile_worker:
-        return compile_worker(a.compile_worker)
-    jax_python = a.jax_python
-    if jax_python is None and os.path.exists("/opt/jaxbench/bin/python"):
-        jax_python = "/opt/jaxbench/bin/python"
-    impls = [i for i in IMPLS if i != "jax" or jax_python]
-    script = os.path.abspath(__file__)
-    rows = []
+def _measure(a, names, impls, jax_python, script, rows):
+    """Run the workers of every mode and implementation; appends the table rows."""
     with tempfile.TemporaryDirectory() as tmp:
         for mode in a.modes.split(","):
             out_dir = os.path.join(tmp, mode)
@@ -316,6 +294,43 @@ def main():
                     continue
                 row = [name, mode] + [times[i].get(name) for i in impls]
                 rows.append((row, _compare(out_dir, impls, name)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jax-python", default=os.environ.get("FUNCTRAX_BENCH_JAX_PYTHON"))
+    ap.add_argument("--number", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--modes", default="1thread,allcores")
+    ap.add_argument("--worker", nargs=2, metavar=("IMPL", "MODE"))
+    ap.add_argument("--compile-worker", metavar="IMPL")
+    ap.add_argument("--out-dir")
+    ap.add_argument("--load", type=int, default=0,
+                    help="busy processes (pure-Python loops) running during the timings")
+    a = ap.parse_args()
+    names = [n for n in a.only.split(",") if n]
+    if a.worker:
+        if a.worker[1] == "1thread":
+            _pin_one_thread()
+        return worker(a.worker[0], a.worker[1], names, a.number, a.repeat, a.out_dir)
+    if a.compile_worker:
+        return compile_worker(a.compile_worker)
+    jax_python = a.jax_python
+    if jax_python is None and os.path.exists("/opt/jaxbench/bin/python"):
+        jax_python = "/opt/jaxbench/bin/python"
+    impls = [i for i in IMPLS if i != "jax" or jax_python]
+    script = os.path.abspath(__file__)
+    rows = []
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(a.load)]
+    try:
+        _measure(a, names, impls, jax_python, script, rows)
+    finally:
+        for h in hogs:
+            h.kill()
+    if a.load:
+        print(f"with {a.load} busy process(es) running on the machine")
     head = ["workload", "mode"] + [f"{i} ms" for i in impls]
     if "jax" in impls:
         head += ["c/jax", "np/jax"]

@@ -18,9 +18,45 @@ import contextlib
 import os
 import threading
 
-__all__ = ["share_cores", "thread_budget", "current_share"]
+__all__ = ["share_cores", "thread_budget", "current_share", "share_blas",
+           "register_blas_threads"]
 
 _tls = threading.local()
+# (get, set) of the BLAS library's process-wide thread count (registered by the C backend's
+# ``blas`` module; get returns None when no BLAS was found)
+_BLAS: list = []
+_BLAS_LOCK = threading.Lock()
+_BLAS_STATE = {"depth": 0, "saved": None}
+
+
+def register_blas_threads(get, set_):
+    """Give :func:`share_blas` the BLAS library's thread-count getter and setter."""
+    _BLAS[:] = [(get, set_)]
+
+
+@contextlib.contextmanager
+def share_blas(parts: int):
+    """Within this block the cores are shared by ``parts`` threads that all call BLAS: its
+    process-wide thread count drops to ``cores // parts`` (at least 1) and is restored when
+    the last such block ends. BLAS threads are one pool for the whole process, so a pmap of
+    4 replicas on 2 cores would otherwise run 4 x 2 BLAS threads, spinning while they wait."""
+    if parts <= 1 or not _BLAS:
+        yield
+        return
+    get, set_ = _BLAS[0]
+    with _BLAS_LOCK:
+        if _BLAS_STATE["depth"] == 0:
+            _BLAS_STATE["saved"] = get()
+        _BLAS_STATE["depth"] += 1
+        if _BLAS_STATE["saved"] is not None:
+            set_(max(1, min(_BLAS_STATE["saved"], (os.cpu_count() or 1) // parts)))
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_STATE["depth"] -= 1
+            if _BLAS_STATE["depth"] == 0 and _BLAS_STATE["saved"] is not None:
+                set_(_BLAS_STATE["saved"])
 
 
 def current_share() -> int:

@@ -40,7 +40,7 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from functrax.lowering.thread_share import share_cores
+from functrax.lowering.thread_share import share_blas, share_cores
 from functrax import core
 from functrax import primitives as P
 from functrax.config import config
@@ -457,11 +457,13 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
         finally:
             _tls.ctx = prev
 
-    # replica 0 runs in the calling thread, each other one in a worker thread of its own
-    done = [_POOL.submit(functools.partial(run, i)) for i in range(1, size)]
-    run(0)
-    for d in done:
-        d.wait()
+    # replica 0 runs in the calling thread, each other one in a worker thread of its own;
+    # BLAS's thread pool is shared by all of them (one per process): cores // replicas
+    with share_blas(size if parent is None else 1):
+        done = [_POOL.submit(functools.partial(run, i)) for i in range(1, size)]
+        run(0)
+        for d in done:
+            d.wait()
     _raise_first(errors)
     return results
 

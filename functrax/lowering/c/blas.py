@@ -20,7 +20,10 @@ import os
 
 import numpy as np
 
-__all__ = ["BlasFunctions", "blas_functions", "configure_library"]
+from functrax.lowering.thread_share import register_blas_threads
+
+__all__ = ["BlasFunctions", "blas_functions", "configure_library", "get_threads",
+           "set_threads"]
 
 # (sgemm symbol, dgemm symbol, 64-bit integers), tried in order in each candidate library
 _SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", True),
@@ -90,3 +93,37 @@ def configure_library(lib) -> None:
     fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
     fn.restype = None
     fn(b.sgemm or None, b.dgemm or None, int(b.ilp64))
+
+
+_THREADS = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+            ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+            ("openblas_get_num_threads", "openblas_set_num_threads"))
+
+
+def _thread_functions():
+    lib = blas_functions().handle
+    for g, s in _THREADS if lib is not None else ():
+        try:
+            get, set_ = getattr(lib, g), getattr(lib, s)
+        except AttributeError:
+            continue
+        get.restype, get.argtypes = ctypes.c_int, ()
+        set_.restype, set_.argtypes = None, (ctypes.c_int,)
+        return get, set_
+    return None
+
+
+def get_threads():
+    """The BLAS library's process-wide thread count (None when unknown)."""
+    f = _thread_functions()
+    return None if f is None else int(f[0]())
+
+
+def set_threads(n: int) -> None:
+    """Set the BLAS library's process-wide thread count (no-op when unknown)."""
+    f = _thread_functions()
+    if f is not None:
+        f[1](int(n))
+
+
+register_blas_threads(get_threads, set_threads)

@@ -326,7 +326,11 @@ def _load_libraries(sources: list, cache: LibraryCache):
     libs = [None] * len(sources)
 
     def build(i):
-        libs[i] = cache.load(sources[i][0], tc)
+        try:
+            libs[i] = cache.load(sources[i][0], tc)
+        except CompileError as e:
+            e.unit_names = sources[i][1]  # which kernels the message's line numbers are in
+            raise
 
     if len(sources) == 1:
         build(0)
@@ -352,13 +356,32 @@ def _with_deps(kernels) -> list:
     return list(out.values())
 
 
+# a program's kernels above this much C text compile as several translation units at once
+# (one per core): the compiler's time grows with the text, its ~40 ms start-up does not
+SPLIT_TEXT = 6000
+
+
+def _units(kernels) -> list:
+    """Translation units of ``kernels`` (each with the kernels it calls), one per core at
+    most, balanced by text size; a small program is one unit."""
+    roots = list({k.name: _with_deps([k]) for k in kernels}.values())
+    size = sum(len(k.text) for unit in roots for k in unit)
+    n = min(len(roots), os.cpu_count() or 1, max(1, size // SPLIT_TEXT))
+    parts = [({}, [0]) for _ in range(n)]
+    for unit in sorted(roots, key=lambda u: -sum(len(k.text) for k in u)):
+        names, weight = min(parts, key=lambda p: p[1][0])
+        for k in unit:
+            if k.name not in names:
+                names[k.name] = k
+                weight[0] += len(k.text)
+    return [(PRELUDE + "\n" + "\n".join(k.text for k in names.values()), list(names))
+            for names, _ in parts if names]
+
+
 def _link(steps: list, cache: LibraryCache):
     kernels = [s.kernel for s in steps if s.kernel is not None]
-    missing = [k for k in kernels if k.name not in _LOADED]
-    if missing:
-        unique = _with_deps(kernels)
-        source = PRELUDE + "\n" + "\n".join(k.text for k in unique)
-        _load_libraries([(source, [k.name for k in unique])], cache)
+    if any(k.name not in _LOADED for k in kernels):
+        _load_libraries(_units(kernels), cache)
     for s in steps:
         if s.kernel is not None:
             s.bind(getattr(_LOADED[s.kernel.name], s.kernel.name))
@@ -441,7 +464,9 @@ def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | 
         except CompileError as e:
             if config.c_compile_errors == "raise":
                 raise
-            name = _failed_kernel(str(e), _with_deps(kernels))
+            by_name = {k.name: k for k in _with_deps(kernels)}
+            unit = [by_name[n] for n in getattr(e, "unit_names", by_name) if n in by_name]
+            name = _failed_kernel(str(e), unit)
             _warn_once(("compile", name), f"functrax C backend: compiling kernel {name} failed; "
                        f"the program runs on the numpy backend. {e}")
             return _on_numpy(closed, plan, donated, f"compile error in {name}: {e}")

@@ -38,6 +38,7 @@ class LibraryCache:
         self._directory = directory
         self._libs: dict = {}
         self._lock = threading.Lock()
+        self._building: dict = {}  # key -> the lock held while that library compiles
         self.stats = {"compiles": 0, "disk_hits": 0, "hits": 0}
 
     @property
@@ -59,12 +60,23 @@ class LibraryCache:
             if lib is not None:
                 self.stats["hits"] += 1
                 return lib
+            building = self._building.setdefault(key, threading.Lock())
+        with building:  # one compile per key; other keys compile at the same time
+            with self._lock:
+                lib = self._libs.get(key)
+                if lib is not None:
+                    self.stats["hits"] += 1
+                    return lib
             path = self.path(key)
             if os.path.exists(path):
-                self.stats["disk_hits"] += 1
+                with self._lock:
+                    self.stats["disk_hits"] += 1
             else:
                 self._compile(source, tc, path)
-            lib = self._libs[key] = ctypes.CDLL(path)
+            lib = ctypes.CDLL(path)
+            with self._lock:
+                self._libs[key] = lib
+                self._building.pop(key, None)
             return lib
 
     def _compile(self, source, tc, path):
@@ -72,7 +84,8 @@ class LibraryCache:
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp_", suffix=".so")
         os.close(fd)
         try:
-            self.stats["compiles"] += 1
+            with self._lock:
+                self.stats["compiles"] += 1
             compile_shared(tc.cc, tc.flags, source, tmp)
             os.replace(tmp, path)
         finally:

@@ -67,6 +67,16 @@ def _free_vars(eqns) -> list:
     return out
 
 
+def _targets(closed, outvars, locs) -> dict:
+    """Where a body should compute its outputs: each output value computed by the body (not
+    an input or a literal) at the first location given for it (None: anywhere)."""
+    out = {}
+    for v, loc in zip(outvars, locs):
+        if loc is not None and type(v) is not Literal and v not in closed.jaxpr.invars:
+            out.setdefault(v, loc)
+    return out
+
+
 class _Block:
     """The statements of one block function and what calling it needs."""
 
@@ -224,11 +234,18 @@ class _Block:
             own.append(f"({buf} + ({it} & 1) * {n})")
         return cps, own
 
-    def _finish(self, eqn, env, targets, needed, cps, first: int = 0):
-        for k, cp in enumerate(cps):
-            v = eqn.outvars[first + k]
+    def _end_loop(self, eqn, env, targets, needed, cps, out_locs, own, stable):
+        """Close a loop body (carries passed on), the loop and its block; copy the final
+        carries (the first outputs of ``eqn``) out."""
+        self._carry_update(cps, [v.aval for v in eqn.outvars[:len(cps)]], out_locs, own,
+                           stable)
+        self.depth -= 1
+        self.emit("}")
+        for v, cp in zip(eqn.outvars, cps):
             if v in needed:
                 self.memcpy(self.place(env, targets, v), cp, _nbytes(v.aval))
+        self.depth -= 1
+        self.emit("}")
 
     def scan(self, eqn, env, targets, needed):
         p = eqn.params
@@ -251,24 +268,16 @@ class _Block:
         bout = body.jaxpr.outvars
         y_locs = [None if y is None else f"({y} + {i} * {_nbytes(v.aval)})"
                   for y, v in zip(ys, bout[nk:])]
-        btargets = {}
-        for v, loc in zip(bout[nk:], y_locs):  # scanned outputs first: their slices stay valid
-            if loc is not None and type(v) is not Literal and v not in body.jaxpr.invars:
-                btargets.setdefault(v, loc)
-        for v, loc in zip(bout[:nk], own):
-            if type(v) is not Literal and v not in body.jaxpr.invars:
-                btargets.setdefault(v, loc)
+        # scanned outputs first: their slices stay valid, so a carry there needs no copy
+        btargets = _targets(body, bout[nk:], y_locs)
+        for v, loc in _targets(body, bout[:nk], own).items():
+            btargets.setdefault(v, loc)
         outs = self._body(body, consts + cps + x_locs, btargets)
         for loc, dst, v in zip(outs[nk:], y_locs, bout[nk:]):
             if dst is not None:
                 self.memcpy(dst, loc, _nbytes(v.aval))
         stable = set(ins[:nc]) | set(x_locs) | {y for y in y_locs if y} | set(own)
-        self._carry_update(cps, carry_avals, outs[:nk], own, stable)
-        self.depth -= 1
-        self.emit("}")
-        self._finish(eqn, env, targets, needed, cps)
-        self.depth -= 1
-        self.emit("}")
+        self._end_loop(eqn, env, targets, needed, cps, outs[:nk], own, stable)
 
     def while_loop(self, eqn, env, targets, needed):
         p = eqn.params
@@ -285,17 +294,9 @@ class _Block:
         self.depth += 1
         pred = self._body(cj, cconsts + cps, {})[0]
         self.emit(f"if (!*(const uint8_t *)({pred})) break;")
-        btargets = {}
-        for v, loc in zip(bj.jaxpr.outvars, own):
-            if type(v) is not Literal and v not in bj.jaxpr.invars:
-                btargets.setdefault(v, loc)
-        outs = self._body(bj, bconsts + cps, btargets)
-        self._carry_update(cps, carry_avals, outs, own, set(cconsts) | set(bconsts) | set(own))
-        self.depth -= 1
-        self.emit("}")
-        self._finish(eqn, env, targets, needed, cps)
-        self.depth -= 1
-        self.emit("}")
+        outs = self._body(bj, bconsts + cps, _targets(bj, bj.jaxpr.outvars, own))
+        self._end_loop(eqn, env, targets, needed, cps, outs, own,
+                       set(cconsts) | set(bconsts) | set(own))
 
     def cond(self, eqn, env, targets, needed):
         branches = [inline_closed(b) for b in eqn.params["branches"]]
@@ -312,11 +313,7 @@ class _Block:
         for k, br in enumerate(branches):
             self.emit(f"case {k}: {{")
             self.depth += 1
-            btargets = {}
-            for v, loc in zip(br.jaxpr.outvars, outs):
-                if loc is not None and type(v) is not Literal and v not in br.jaxpr.invars:
-                    btargets.setdefault(v, loc)
-            locs = self._body(br, ops_locs, btargets)
+            locs = self._body(br, ops_locs, _targets(br, br.jaxpr.outvars, outs))
             for src, dst, v in zip(locs, outs, eqn.outvars):
                 if dst is not None:
                     self.memcpy(dst, src, _nbytes(v.aval))

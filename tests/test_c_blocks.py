@@ -240,3 +240,30 @@ def test_unsupported_body_falls_back_with_a_reason():
                      fallbacks_ok=("scan",))
     if HAVE_CC:
         assert any("sort" in fb.reason for fb in prog.fallbacks)
+
+
+@needs_cc
+def test_blocks_reuse_scratch_and_dropped_outputs_and_keep_held_results():
+    """A scan + BLAS program: the second call reuses the first one's scratch set and (once
+    dropped) its output buffers; results still held by the caller are never overwritten."""
+    rng = _rng(9)
+    w = rng.normal(size=(16, 16)).astype(np.float32) / 4
+    xs = rng.normal(size=(20, 4, 16)).astype(np.float32)
+
+    def f(w, xs):
+        return lax.scan(lambda h, x: (fnp.tanh(h @ w + x),) * 2, fnp.zeros((4, 16)), xs)
+
+    g = jit(f, backend="c")
+    want = jit(f, backend="numpy")(w, xs)
+    held = g(w, xs)
+    prog = g.lower(w, xs).compile()._entry.exe
+    scan_step = next(s for s in prog.steps if s.kernel is not None and s.kernel.scratch)
+    scratch_ptrs = [a.ctypes.data for a in scan_step._scratch[0]]
+    again = g(w, xs * 2.0)  # different values: `held` must keep the first call's
+    assert [a.ctypes.data for a in scan_step._scratch[0]] == scratch_ptrs
+    for h, wv in zip(functrax.tree_util.tree_leaves(held), functrax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(h), np.asarray(wv), rtol=1e-5, atol=1e-6)
+    ys_ptr = np.asarray(again[1]).ctypes.data
+    del again
+    third = g(w, xs * 2.0)
+    assert np.asarray(third[1]).ctypes.data == ys_ptr  # dropped: its buffer came back

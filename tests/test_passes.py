@@ -404,7 +404,8 @@ def test_forward_keeps_weak_type_changes():
 
 def test_pipeline_order():
     order = [n for n, _ in pipeline.PASSES]
-    assert order[:6] == ["inline", "simplify", "const_fold", "cse", "forward", "dce"]
+    assert order[:7] == ["inline", "sink_transposes", "simplify", "const_fold", "cse", "forward",
+                         "dce"]
 
 
 def test_pipeline_iterates_to_fixed_point():

@@ -6,8 +6,9 @@ that changes the program's types, a ``key<fry>[n]`` input or output becoming ``u
 the buffer behind the key array) and ``explicit_broadcasts`` (implicit size-1 broadcasts of
 elementwise operands become ``broadcast_in_dim``, so the passes and backends see equal
 shapes); then the passes of ``PASSES``: ``inline`` removes
-call boundaries; then ``simplify``, ``const_fold`` and ``cse`` (the passes in
-``FIXED_POINT``, which feed each other: a fold makes a literal that simplifies, a
+call boundaries; then ``sink_transposes``, ``simplify``, ``const_fold`` and ``cse`` (the
+passes in ``FIXED_POINT``, which feed each other: a transpose of a sum of products becomes a
+sum of transposed products that simplify swaps, a fold makes a literal that simplifies, a
 simplification exposes duplicates, ...) repeat as a group until nothing changes (at most
 ``MAX_ROUNDS`` times); ``forward`` bypasses no-op conversions, ``dce`` drops what became
 dead (unused scan/while carries and ys, cond outputs included), ``hoist_accumulators``
@@ -30,6 +31,7 @@ from functrax.passes.hoist_accumulators import hoist_accumulators
 from functrax.passes.inline import inline_closed
 from functrax.passes.physicalize import physicalize
 from functrax.passes.simplify import simplify
+from functrax.passes.sink_transposes import sink_transposes
 
 
 def _on_jaxpr(pass_fn):
@@ -43,6 +45,7 @@ def _on_jaxpr(pass_fn):
 # each entry: (name, fn(ClosedJaxpr) -> ClosedJaxpr)
 PASSES = [
     ("inline", inline_closed),
+    ("sink_transposes", _on_jaxpr(sink_transposes)),
     ("simplify", _on_jaxpr(simplify)),
     ("const_fold", const_fold),
     ("cse", _on_jaxpr(cse)),
@@ -53,7 +56,7 @@ PASSES = [
 ]
 
 # consecutive passes named here run as a group, repeated until none of them changes anything
-FIXED_POINT = {"simplify", "const_fold", "cse"}
+FIXED_POINT = {"sink_transposes", "simplify", "const_fold", "cse"}
 MAX_ROUNDS = 4
 
 

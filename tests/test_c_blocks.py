@@ -267,3 +267,59 @@ def test_blocks_reuse_scratch_and_dropped_outputs_and_keep_held_results():
     del again
     third = g(w, xs * 2.0)
     assert np.asarray(third[1]).ctypes.data == ys_ptr  # dropped: its buffer came back
+
+
+# --- random loop programs (hypothesis) ---
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_STEP_OPS = (
+    lambda a, b, w, x: fnp.tanh(a @ w + x),
+    lambda a, b, w, x: a * 0.5 + b,
+    lambda a, b, w, x: b,                      # a carry passed on unchanged (forwarding)
+    lambda a, b, w, x: fnp.maximum(a, x) - fnp.sum(b) * 0.1,
+    lambda a, b, w, x: lax.cond(fnp.sum(x) > 0, lambda: a @ w, lambda: b * 2.0),
+    lambda a, b, w, x: (w @ a.T).T * 0.3,
+)
+
+
+@st.composite
+def _loop_program(draw):
+    """A scan (forward or reverse) or fori_loop with 1-3 carries of shape (r, n); each new
+    carry is a random op of two old ones (permutations, forwarding, products, a cond), the
+    scanned outputs a random choice of them; maybe nested in an outer scan."""
+    k = draw(st.integers(1, 3))
+    r, n, t = draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(0, 5))
+    rules = draw(st.lists(st.tuples(st.integers(0, len(_STEP_OPS) - 1), st.integers(0, 2),
+                                    st.integers(0, 2)), min_size=k, max_size=k))
+    outs = draw(st.lists(st.integers(0, 2), min_size=0, max_size=3))
+    kind = draw(st.sampled_from(["scan", "reverse", "fori", "nested"]))
+
+    def step(carry, x, w):
+        new = tuple(_STEP_OPS[o](carry[i % k], carry[j % k], w, x) for o, i, j in rules)
+        return new, tuple(carry[i % k] + 0.0 for i in outs) + (new[0],)
+
+    def f(c0, xs, w):
+        init = tuple(c0 * (i + 1.0) for i in range(k))
+        if kind == "fori":
+            x0 = xs[0] if xs.shape[0] else c0 * 0.25
+            return lax.fori_loop(0, t, lambda i, c: step(c, x0, w)[0], init)
+        if kind == "nested":
+            def outer(c, xs2):
+                return lax.scan(lambda cc, x: step(cc, x, w), c, xs2)
+            return lax.scan(outer, init, xs.reshape((1,) + xs.shape))
+        return lax.scan(lambda c, x: step(c, x, w), init, xs, reverse=kind == "reverse")
+
+    return f, (r, n, t)
+
+
+@needs_cc
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_loop_program(), st.integers(0, 2 ** 16))
+def test_random_loop_programs_numpy_vs_c(prog, seed):
+    f, (r, n, t) = prog
+    rng = np.random.default_rng(seed)
+    c0 = rng.normal(size=(r, n)).astype(np.float32)
+    xs = rng.normal(size=(t, r, n)).astype(np.float32)
+    w = (rng.normal(size=(n, n)) / np.sqrt(n)).astype(np.float32)
+    _run_both(f, c0, xs, w, rtol=1e-4, atol=1e-5)

@@ -323,3 +323,23 @@ def test_random_loop_programs_numpy_vs_c(prog, seed):
     xs = rng.normal(size=(t, r, n)).astype(np.float32)
     w = (rng.normal(size=(n, n)) / np.sqrt(n)).astype(np.float32)
     _run_both(f, c0, xs, w, rtol=1e-4, atol=1e-5)
+
+
+# --- sums over leading axes (bias gradients): rows streamed ---
+
+
+@pytest.mark.parametrize("shape, axes, dtype", [
+    ((128, 40), (0,), np.float32), ((3, 5, 7), (0, 1), np.float32), ((0, 6), (0,), np.float32),
+    ((300, 513), (0,), np.float32), ((9, 4), (0,), np.float64), ((5, 2, 3), (0,), np.float32)])
+def test_sums_over_leading_axes_stream_rows(shape, axes, dtype):
+    with enable_x64(dtype == np.float64):
+        x = _rng(10).normal(size=shape).astype(dtype)
+        f = lambda x: fnp.sum(x, axis=axes).reshape(-1)[None]  # noqa: E731
+        # numpy sums float32 pairwise in float32, the kernel in double: cancellation differs
+        tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=0)
+        prog = _run_both(f, x, **tol)
+        want = x.astype(np.float64).sum(axes).reshape(-1)
+        np.testing.assert_allclose(np.asarray(jit(f, backend="c")(x))[0], want, rtol=1e-6,
+                                   atol=1e-6)  # against the exact sums: within rounding
+    if HAVE_CC:
+        assert "columns streamed by rows" in prog.source

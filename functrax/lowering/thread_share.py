@@ -19,9 +19,10 @@ import os
 import threading
 
 __all__ = ["share_cores", "thread_budget", "current_share", "share_blas",
-           "register_blas_threads"]
+           "register_blas_threads", "CORES"]
 
 _tls = threading.local()
+CORES = os.cpu_count() or 1  # read once: os.cpu_count() takes microseconds per call
 # (get, set) of the BLAS library's process-wide thread count (registered by the C backend's
 # ``blas`` module; get returns None when no BLAS was found)
 _BLAS: list = []
@@ -49,7 +50,7 @@ def share_blas(parts: int):
             _BLAS_STATE["saved"] = get()
         _BLAS_STATE["depth"] += 1
         if _BLAS_STATE["saved"] is not None:
-            set_(max(1, min(_BLAS_STATE["saved"], (os.cpu_count() or 1) // parts)))
+            set_(max(1, min(_BLAS_STATE["saved"], CORES // parts)))
     try:
         yield
     finally:
@@ -78,5 +79,4 @@ def share_cores(parts: int):
 
 def thread_budget(requested: int) -> int:
     """``requested`` threads, at most this thread's share of the cores (at least 1)."""
-    cores = os.cpu_count() or 1
-    return max(1, min(int(requested), cores // current_share()))
+    return max(1, min(int(requested), CORES // current_share()))

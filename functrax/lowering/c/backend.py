@@ -48,7 +48,7 @@ from functrax.lowering.c.cache import LibraryCache, default_cache
 from functrax.lowering.c.prelude import PRELUDE
 from functrax.lowering.c.rules import UnsupportedError
 from functrax.lowering.c.toolchain import CompileError, toolchain
-from functrax.lowering.thread_share import thread_budget
+from functrax.lowering.thread_share import CORES, thread_budget
 from functrax.passes.explicit_broadcast import explicit_broadcasts
 from functrax.lowering.fusion.planner import FusionConfig, classify, plan_fusion
 from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
@@ -91,7 +91,7 @@ def _num_threads() -> int:
     """OpenMP threads of a kernel: ``config.c_num_threads`` (default all cores), at most this
     thread's share of the cores (a pmap replica's: cores / replicas)."""
     n = config.c_num_threads
-    return thread_budget(n if n else (os.cpu_count() or 1))
+    return thread_budget(n if n else CORES)
 
 
 class Step:

@@ -34,6 +34,7 @@ import re
 from functrax import primitives as P
 from functrax.core import Family, Literal
 from functrax.lowering.c import rules
+from functrax.lowering.c.column_sum import column_sum
 from functrax.lowering.c.indexing import (
     const, delinearize, index_rules, ix_bases, linear_terms, row_major_strides,
     select_rules,
@@ -567,6 +568,11 @@ def generate(group: FusionGroup) -> KernelSource:
     Raises:
       UnsupportedError: for a group kind, primitive, dtype or layout not lowered yet.
     """
+    if group.kind is GroupKind.REDUCTION:
+        streamed = column_sum(group, PARALLEL_THRESHOLD)
+        if streamed is not None:
+            name, text, work, x = streamed
+            return KernelSource(name, text, group.kind, (x,), (group.outputs[0].aval,), work)
     if group.kind is GroupKind.ELEMENTWISE:
         low = _Elementwise(group)
     elif group.kind is GroupKind.REDUCTION:

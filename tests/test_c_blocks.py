@@ -258,9 +258,9 @@ def test_blocks_reuse_scratch_and_dropped_outputs_and_keep_held_results():
     held = g(w, xs)
     prog = g.lower(w, xs).compile()._entry.exe
     scan_step = next(s for s in prog.steps if s.kernel is not None and s.kernel.scratch)
-    scratch_ptrs = [a.ctypes.data for a in scan_step._scratch[0]]
+    scratch_ptrs = [a.ctypes.data for a in scan_step._scratch[0][0]]
     again = g(w, xs * 2.0)  # different values: `held` must keep the first call's
-    assert [a.ctypes.data for a in scan_step._scratch[0]] == scratch_ptrs
+    assert [a.ctypes.data for a in scan_step._scratch[0][0]] == scratch_ptrs
     for h, wv in zip(functrax.tree_util.tree_leaves(held), functrax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(h), np.asarray(wv), rtol=1e-5, atol=1e-6)
     ys_ptr = np.asarray(again[1]).ctypes.data

@@ -85,6 +85,20 @@ def test_c_and_numpy_pin_the_backend_and_are_part_of_the_cache_key(cpu_backend):
         functrax.config.update("cpu_backend", "gcc")
 
 
+def test_tiny_programs_stay_on_numpy_without_compiling(cpu_backend):
+    """Below a C call's fixed cost the numpy executor is faster: nothing is compiled."""
+    cpu_backend("auto")
+    f = jit(lambda x: x * 2.0 + 1.0)
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), x * 2 + 1)
+    exe = f.lower(x).compile()._entry.exe
+    assert exe.wait(timeout=60) is exe.numpy and exe._c is None and not exe.on_c
+    from functrax.lowering.c.tiered import worth_compiling
+    big = jit(lambda x: x * 2.0 + 1.0).lower(np.ones(1 << 15, np.float32)).jaxpr.jaxpr
+    loop = jit(lambda x: functrax.lax.fori_loop(0, 3, lambda i, c: c + 1.0, x)).lower(x)
+    assert worth_compiling(big) and worth_compiling(loop.jaxpr.jaxpr)
+
+
 def test_pmap_follows_the_default(cpu_backend):
     cpu_backend("auto")
     n = min(2, functrax.local_device_count())
@@ -126,12 +140,13 @@ def test_compile_error_warns_once_then_numpy_or_raises(cpu_backend, monkeypatch)
             m.setattr(cb, "_link", lambda *a: (_ for _ in ()).throw(cb.CompileError("bad")))
             return real(c, donated)
     monkeypatch.setattr(tiered, "compile_c", broken)
-    p2 = TieredProgram(jit(lambda x: fnp.sin(x) * 7.0).lower(fnp.ones(3)).jaxpr)
+    p2 = TieredProgram(jit(lambda x: fnp.sin(x) * 7.0).lower(fnp.ones((200, 100))).jaxpr)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         assert p2.wait(300).on_numpy
     assert any(issubclass(x.category, cb.CCompileWarning) for x in w)
-    np.testing.assert_allclose(p2.run(np.ones(3, np.float32))[0], np.sin(1.0) * 7, rtol=1e-6)
+    np.testing.assert_allclose(p2.run(np.ones((200, 100), np.float32))[0], np.sin(1.0) * 7,
+                               rtol=1e-6)
     assert not p2.on_c
 
 

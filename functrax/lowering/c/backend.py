@@ -43,7 +43,7 @@ from functrax.config import config
 from functrax.core import ClosedJaxpr, Family, Jaxpr, Literal
 from functrax.lowering.c import codegen
 from functrax.lowering.c.blas import configure_library
-from functrax.lowering.c.blocks import BLOCK_PRIMITIVES, generate_block
+from functrax.lowering.c.blocks import BLOCK_PRIMITIVES, generate_block, program_group
 from functrax.lowering.c.cache import LibraryCache, default_cache
 from functrax.lowering.c.prelude import PRELUDE
 from functrax.lowering.c.rules import UnsupportedError
@@ -90,8 +90,8 @@ def _literal(v):
 def _num_threads() -> int:
     """OpenMP threads of a kernel: ``config.c_num_threads`` (default all cores), at most this
     thread's share of the cores (a pmap replica's: cores / replicas)."""
-    n = config.c_num_threads
-    return thread_budget(n if n else CORES)
+    n = config.read("c_num_threads")
+    return thread_budget(n) if n else thread_budget(CORES)
 
 
 class Step:
@@ -104,7 +104,8 @@ class Step:
     """
 
     __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt",
-                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch", "single_thread")
+                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch", "single_thread",
+                 "_ptrs")
 
     def __init__(self, group, kernel=None, fallback=None, fn=None, consts=()):
         self.group, self.kernel, self.fallback, self.fn = group, kernel, fallback, fn
@@ -115,6 +116,7 @@ class Step:
         self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs) + nscratch
                                         + len(consts))
         self._pool = [None] * len(self._outs)  # the last output buffers, for reuse
+        self._ptrs = [0] * len(self._outs)  # and their addresses
         self._lock = threading.Lock()
         self._consts = tuple(c.ctypes.data for c in consts)
         self._consts_keep = consts
@@ -122,24 +124,27 @@ class Step:
         self.single_thread = False  # set by a program whose BLAS threads own the cores
 
     def _output_buffer(self, j):
-        """The buffer of output ``j``: the one of the previous call when nothing but this step
-        holds it any more (no caller's array, view or later step: its reference count says
-        so), else a new one. Steady-state calls then touch no fresh pages."""
+        """``(buffer, address)`` of output ``j``: the buffer of the previous call when nothing
+        but this step holds it any more (no caller's array, view or later step: its reference
+        count says so), else a new one. Steady-state calls then touch no fresh pages."""
         with self._lock:
             buf, self._pool[j] = self._pool[j], None
         if buf is not None and sys.getrefcount(buf) == 2:  # `buf` and the call's argument
-            return buf
+            return buf, self._ptrs[j]
         v = self._outs[j]
-        return np.empty(v.aval.shape, v.aval.dtype)
+        buf = np.empty(v.aval.shape, v.aval.dtype)
+        return buf, buf.ctypes.data
 
-    def _take_scratch(self) -> list:
-        """Scratch buffers of one call: a free set of an earlier call, else new ones."""
+    def _take_scratch(self) -> tuple:
+        """``(buffers, addresses)`` of one call's scratch: a free set of an earlier call,
+        else new buffers."""
         if not self.kernel.scratch:
-            return []
+            return (), ()
         with self._lock:
             if self._scratch:
                 return self._scratch.pop()
-        return [np.empty(n, np.uint8) for n in self.kernel.scratch]
+        bufs = [np.empty(n, np.uint8) for n in self.kernel.scratch]
+        return bufs, tuple(b.ctypes.data for b in bufs)
 
     def bind(self, cfunc):
         """Attach the loaded C function of this kernel step."""
@@ -162,15 +167,15 @@ class Step:
         outs = [self._output_buffer(j) for j in range(len(self._outs))]
         if self.kernel.work:
             scratch = self._take_scratch()
-            ptrs = self._argt(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs],
-                              *[s.ctypes.data for s in scratch], *self._consts)
+            ptrs = self._argt(*[a.ctypes.data for a in ins], *[p for _, p in outs],
+                              *scratch[1], *self._consts)
             self.fn(ptrs, 1 if self.single_thread else _num_threads())
-            if scratch:
+            if scratch[0]:
                 with self._lock:
                     self._scratch.append(scratch)
-        for j, (v, x) in enumerate(zip(self._outs, outs)):
+        for j, (v, (x, p)) in enumerate(zip(self._outs, outs)):
             env[v] = x
-            self._pool[j] = x
+            self._pool[j], self._ptrs[j] = x, p
 
 
 class CProgram:
@@ -425,7 +430,22 @@ def _prepare(closed: ClosedJaxpr, fusion_config):
                         f".lower(*args).jaxpr), got {type(closed).__name__}")
     closed = explicit_broadcasts(closed)  # no-op (its argument) if optimized
     plan = plan_fusion(closed, fusion_config)
-    return closed, plan, [_step(i, g) for i, g in enumerate(plan.groups)]
+    return closed, plan, _as_one_step(closed, plan, [_step(i, g) for i, g in
+                                                     enumerate(plan.groups)])
+
+
+def _as_one_step(closed, plan, steps: list) -> list:
+    """A program whose every group is C: one block function (one call per run, no Python
+    between the groups), its kernels those of ``steps``; ``steps`` when a group runs on
+    numpy or the block is refused (intermediates too large to hold)."""
+    if len(steps) < 2 or any(s.kernel is None for s in steps):
+        return steps
+    group = program_group(closed.jaxpr)
+    try:
+        kernel, consts = generate_block(group, plan.groups)
+    except UnsupportedError:
+        return steps
+    return [Step(group, kernel=kernel, consts=consts)]
 
 
 def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | None = None,

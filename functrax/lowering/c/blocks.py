@@ -45,7 +45,7 @@ from functrax.passes.explicit_broadcast import explicit_broadcasts_jaxpr
 from functrax.passes.inline import inline_closed
 from functrax.primitives.control_flow import cond_p, scan_p, while_p
 
-__all__ = ["generate_block", "BLOCK_PRIMITIVES"]
+__all__ = ["generate_block", "program_group", "BLOCK_PRIMITIVES"]
 
 BLOCK_PRIMITIVES = frozenset({scan_p, while_p, cond_p})
 _STRIDED_EPILOGUE = 4096  # elements of a transposed epilogue value left to numpy (top level)
@@ -323,8 +323,25 @@ class _Block:
         self.emit("} }")
 
 
-def generate_block(group: FusionGroup):
-    """The block function of a MATMUL group or a control-flow OPAQUE group.
+# a whole program becomes one block only while its intermediates (held between calls as
+# scratch) stay below this many bytes
+PROGRAM_SCRATCH_LIMIT = 256 << 20
+
+
+def program_group(jaxpr: Jaxpr) -> FusionGroup:
+    """The pseudo-group of a whole program: its equations, the inputs they read (constvars
+    and invars) and the outputs they compute (each once)."""
+    read = set(_free_vars(jaxpr.eqns))
+    ins = [v for v in list(jaxpr.constvars) + list(jaxpr.invars) if v in read]
+    made = {o for e in jaxpr.eqns for o in e.outvars}
+    outs = list(dict.fromkeys(v for v in jaxpr.outvars if type(v) is not Literal and v in made))
+    return FusionGroup(GroupKind.OPAQUE, tuple(jaxpr.eqns), tuple(ins), tuple(outs))
+
+
+def generate_block(group: FusionGroup, groups=None):
+    """The block function of a MATMUL group or a control-flow OPAQUE group; with ``groups``
+    (a plan's groups, ``group`` their :func:`program_group`), of a whole program: one C
+    function and one call per run instead of one per group.
 
     Returns:
       ``(kernel, consts)``: a ``codegen.KernelSource`` whose ``deps`` are the kernels it
@@ -341,20 +358,26 @@ def generate_block(group: FusionGroup):
     targets = {}
     for v, loc in zip(group.outputs, out_locs):
         targets.setdefault(v, loc)
-    b.group(group, env, targets)
+    for g in (group,) if groups is None else groups:
+        b.group(g, env, targets)
     for v, loc in zip(group.outputs, out_locs):
         b.memcpy(loc, b.loc(env, v), _nbytes(v.aval))
+    if groups is not None and sum(b.scratch) > PROGRAM_SCRATCH_LIMIT:
+        raise UnsupportedError(f"the program's intermediates ({sum(b.scratch)} bytes) would "
+                               "be held between calls")
     nio = len(ins) + len(group.outputs)
     decl = [f"  char *const S{k} = (char *)a[{nio + k}];" for k in range(len(b.scratch))]
     decl += [f"  char *const K{k} = (char *)a[{nio + len(b.scratch) + k}];"
              for k in range(len(b.consts))]
-    head = [f"/* {group.describe()} */",
+    what = group.describe() if groups is None else f"program of {len(groups)} groups"
+    head = [f"/* {what} */",
             *(f"/* in{i}: {v.aval.str_short()} */" for i, v in enumerate(ins)),
             *(f"/* out{j}: {v.aval.str_short()} */" for j, v in enumerate(group.outputs))]
     body = "\n".join(decl + b.lines)
     deps = "".join(k.name for k in b.deps.values())
     digest = hashlib.sha256(("\n".join(head) + body + deps).encode()).hexdigest()[:12]
-    prims = "_".join(dict.fromkeys(e.primitive.name for e in group.eqns))[:40]
+    prims = ("program" if groups is not None else
+             "_".join(dict.fromkeys(e.primitive.name for e in group.eqns))[:40])
     name = f"fx_{prims}_{digest}"
     text = "\n".join(head + [KERNEL_SIGNATURE.format(name=name) + " {", body, "}", ""])
     kernel = codegen.KernelSource(name, text, group.kind, tuple(v.aval for v in ins),

@@ -104,8 +104,7 @@ class Step:
     """
 
     __slots__ = ("group", "kernel", "fallback", "fn", "_ins", "_outs", "_dtypes", "_argt",
-                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch", "single_thread",
-                 "_ptrs")
+                 "_pool", "_lock", "_consts", "_consts_keep", "_scratch", "single_thread")
 
     def __init__(self, group, kernel=None, fallback=None, fn=None, consts=()):
         self.group, self.kernel, self.fallback, self.fn = group, kernel, fallback, fn
@@ -115,8 +114,7 @@ class Step:
         nscratch = len(kernel.scratch) if kernel is not None else 0
         self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs) + nscratch
                                         + len(consts))
-        self._pool = [None] * len(self._outs)  # the last output buffers, for reuse
-        self._ptrs = [0] * len(self._outs)  # and their addresses
+        self._pool = [None] * len(self._outs)  # (buffer, address) of the last outputs
         self._lock = threading.Lock()
         self._consts = tuple(c.ctypes.data for c in consts)
         self._consts_keep = consts
@@ -128,9 +126,12 @@ class Step:
         but this step holds it any more (no caller's array, view or later step: its reference
         count says so), else a new one. Steady-state calls then touch no fresh pages."""
         with self._lock:
-            buf, self._pool[j] = self._pool[j], None
-        if buf is not None and sys.getrefcount(buf) == 2:  # `buf` and the call's argument
-            return buf, self._ptrs[j]
+            entry, self._pool[j] = self._pool[j], None
+        if entry is not None:
+            buf, ptr = entry
+            del entry  # the pool's tuple: now `buf` and the call's argument hold it
+            if sys.getrefcount(buf) == 2:
+                return buf, ptr
         v = self._outs[j]
         buf = np.empty(v.aval.shape, v.aval.dtype)
         return buf, buf.ctypes.data
@@ -175,7 +176,7 @@ class Step:
                     self._scratch.append(scratch)
         for j, (v, (x, p)) in enumerate(zip(self._outs, outs)):
             env[v] = x
-            self._pool[j], self._ptrs[j] = x, p
+            self._pool[j] = (x, p)  # one store: concurrent calls (pmap replicas) race here
 
 
 class CProgram:

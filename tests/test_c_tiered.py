@@ -93,6 +93,7 @@ def test_tiny_programs_stay_on_numpy_without_compiling(cpu_backend):
     np.testing.assert_allclose(np.asarray(f(x)), x * 2 + 1)
     exe = f.lower(x).compile()._entry.exe
     assert exe.wait(timeout=60) is exe.numpy and exe._c is None and not exe.on_c
+    assert "a tiny program" in f.lower(x).compile().as_text()
     from functrax.lowering.c.tiered import worth_compiling
     big = jit(lambda x: x * 2.0 + 1.0).lower(np.ones(1 << 15, np.float32)).jaxpr.jaxpr
     loop = jit(lambda x: functrax.lax.fori_loop(0, 3, lambda i, c: c + 1.0, x)).lower(x)

@@ -4,7 +4,6 @@ compositions), with check_jaxpr on every traced program."""
 from __future__ import annotations
 
 import doctest
-import pathlib
 import re
 import sys
 
@@ -17,8 +16,9 @@ from functrax import check_jaxpr, grad, jit, lax, make_jaxpr, vmap
 from functrax.control_flow.cond import cond_p
 from functrax.lowering.cost import cost_analysis
 from functrax.test_util import check_grads, enable_x64
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_jaxprs.md"
+VECTORS = vector_path("jax_jaxprs.md")
 
 
 def assert_close(a, b, rtol=1e-5, atol=1e-6):

@@ -1,6 +1,5 @@
 """Every program of ../shared/vectors/jax_jaxprs.md, run through functrax, prints JAX's text
 (functrax omits the ``out_sharding=None`` params, as the vectors file allows)."""
-import pathlib
 import re
 
 import pytest
@@ -8,8 +7,9 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import lax
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_jaxprs.md"
+VECTORS = vector_path("jax_jaxprs.md")
 
 
 def _expected():

@@ -1,7 +1,6 @@
 """The jaxpr printer against JAX's own text (../shared/vectors/jax_jaxprs.md) and unit cases."""
 from __future__ import annotations
 
-import pathlib
 import re
 
 import numpy as np
@@ -12,8 +11,9 @@ import functrax.numpy as fnp
 from functrax import lax
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_jaxprs.md"
+VECTORS = vector_path("jax_jaxprs.md")
 
 
 def _load_vectors() -> dict:

@@ -6,7 +6,6 @@ shared folder sits beside the clone (locally and in CI).
 from __future__ import annotations
 
 import json
-import pathlib
 
 import ml_dtypes
 import numpy as np
@@ -16,8 +15,9 @@ from hypothesis import given, settings, strategies as st
 import functrax
 import functrax.numpy as fnp
 from functrax import dtypes, lax
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_promotion.json"
+VECTORS = vector_path("jax_promotion.json")
 TABLE = json.loads(VECTORS.read_text()) if VECTORS.exists() else None
 needs_table = pytest.mark.skipif(TABLE is None, reason=f"JAX promotion vectors not found at "
                                  f"{VECTORS} (the shared/ folder must sit beside the clone)")

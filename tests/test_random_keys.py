@@ -32,8 +32,9 @@ from functrax.lowering.triton.backend import compile_triton
 from functrax.passes.physicalize import mentions_extended, physicalize
 from functrax.passes.pipeline import optimize
 from tests.opspec.random import bits_ref, split_ref
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors"
+VECTORS = vector_path("jax_reprs.md").parent
 LOCAL = pathlib.Path(__file__).resolve().parent / "data" / "jax_random.json"
 REPRS = VECTORS / "jax_reprs.md"
 K = random.key(0)

@@ -3,7 +3,6 @@ heading naming the expression, then a fenced block with what JAX 0.10.2 printed)
 reproduced here exactly."""
 from __future__ import annotations
 
-import pathlib
 import re
 
 import numpy as np
@@ -12,8 +11,9 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import random
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_reprs.md"
+VECTORS = vector_path("jax_reprs.md")
 
 
 def _sections() -> dict:

@@ -8,7 +8,6 @@ the derivatives of the unrolled loop. Every jaxpr traced here passes ``check_jax
 from __future__ import annotations
 
 import doctest
-import pathlib
 import sys
 
 import numpy as np
@@ -20,8 +19,9 @@ from functrax import check_jaxpr, grad, jit, jvp, lax, make_jaxpr, vjp, vmap
 from functrax.control_flow.scan import scan_p
 from functrax.test_util import check_grads, enable_x64
 from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
+from tests.vectors import vector_path
 
-VECTORS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "vectors" / "jax_jaxprs.md"
+VECTORS = vector_path("jax_jaxprs.md")
 RNG = np.random.default_rng(0)
 
 

@@ -112,8 +112,9 @@ class Step:
         self._outs = tuple(group.outputs)
         self._dtypes = tuple(v.aval.dtype for v in self._ins)
         nscratch = len(kernel.scratch) if kernel is not None else 0
+        ncallees = len(kernel.callees) if kernel is not None else 0
         self._argt = ctypes.c_void_p * (len(self._ins) + len(self._outs) + nscratch
-                                        + len(consts))
+                                        + len(consts) + ncallees)
         self._pool = [None] * len(self._outs)  # (buffer, address) of the last outputs
         self._lock = threading.Lock()
         self._consts = tuple(c.ctypes.data for c in consts)
@@ -147,11 +148,14 @@ class Step:
         bufs = [np.empty(n, np.uint8) for n in self.kernel.scratch]
         return bufs, tuple(b.ctypes.data for b in bufs)
 
-    def bind(self, cfunc):
-        """Attach the loaded C function of this kernel step."""
+    def bind(self, cfunc, callees=()):
+        """Attach the loaded C function of this kernel step (and the addresses of the
+        functions it calls through its last arguments)."""
         cfunc.argtypes = (ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
         cfunc.restype = None
         self.fn = cfunc
+        if callees:
+            self._consts = tuple(c.ctypes.data for c in self._consts_keep) + tuple(callees)
 
     def run(self, env: dict):
         if self.kernel is None:
@@ -200,7 +204,8 @@ class CProgram:
         self.fallbacks = tuple(s.fallback for s in steps if s.fallback is not None)
         if program_fallback is not None:
             self.fallbacks = (program_fallback,) + self.fallbacks
-        self.source = PRELUDE + "\n" + "\n".join(k.text for k in _with_deps(self.kernels))
+        self.source = PRELUDE + "\n" + "\n".join(
+            k.text for k in _with_deps(_roots(self.kernels)))
         self.out_avals = [v.aval for v in closed.jaxpr.outvars]
         self.donated = tuple(sorted(set(donated)))
         self._numpy = numpy_exe
@@ -352,13 +357,13 @@ def _load_libraries(sources: list, cache: LibraryCache):
                 _LOADED.setdefault(n, lib)
 
 
-def _with_deps(kernels) -> list:
-    """``kernels`` and the kernels they call, callees first, one per name."""
-    out = {}
+def _with_deps(kernels, out=None) -> list:
+    """``kernels`` and the kernels they call (at any depth), callees first, one per name."""
+    out = {} if out is None else out
     for k in kernels:
-        for d in k.deps:
-            out.setdefault(d.name, d)
-        out.setdefault(k.name, k)
+        if k.name not in out:
+            _with_deps(k.deps, out)
+            out[k.name] = k
     return list(out.values())
 
 
@@ -384,13 +389,29 @@ def _units(kernels) -> list:
             for names, _ in parts if names]
 
 
+def _roots(kernels) -> list:
+    """``kernels`` and the kernels they call through addresses (callees first): each is the
+    root of a translation unit of its own (with its ``deps``)."""
+    out = {}
+    for k in kernels:
+        for c in k.callees:
+            out.setdefault(c.name, c)
+        out.setdefault(k.name, k)
+    return list(out.values())
+
+
+def _address(name: str) -> int:
+    return ctypes.cast(getattr(_LOADED[name], name), ctypes.c_void_p).value
+
+
 def _link(steps: list, cache: LibraryCache):
-    kernels = [s.kernel for s in steps if s.kernel is not None]
+    kernels = _roots([s.kernel for s in steps if s.kernel is not None])
     if any(k.name not in _LOADED for k in kernels):
         _load_libraries(_units(kernels), cache)
     for s in steps:
         if s.kernel is not None:
-            s.bind(getattr(_LOADED[s.kernel.name], s.kernel.name))
+            s.bind(getattr(_LOADED[s.kernel.name], s.kernel.name),
+                   [_address(c.name) for c in s.kernel.callees])
 
 
 def _on_numpy(closed, plan, donated, reason: str) -> CProgram:
@@ -443,7 +464,8 @@ def _as_one_step(closed, plan, steps: list) -> list:
         return steps
     group = program_group(closed.jaxpr)
     try:
-        kernel, consts = generate_block(group, plan.groups)
+        kernel, consts = generate_block(group, [(s.group, s.kernel, s._consts_keep)
+                                                for s in steps])
     except UnsupportedError:
         return steps
     return [Step(group, kernel=kernel, consts=consts)]
@@ -485,7 +507,7 @@ def compile_c(closed: ClosedJaxpr, donated=(), *, fusion_config: FusionConfig | 
         except CompileError as e:
             if config.c_compile_errors == "raise":
                 raise
-            by_name = {k.name: k for k in _with_deps(kernels)}
+            by_name = {k.name: k for k in _with_deps(_roots(kernels))}
             unit = [by_name[n] for n in getattr(e, "unit_names", by_name) if n in by_name]
             name = _failed_kernel(str(e), unit)
             _warn_once(("compile", name), f"functrax C backend: compiling kernel {name} failed; "
@@ -516,8 +538,9 @@ def compile_many(closeds, *, cache: LibraryCache | None = None, per_library: int
         todo = {}  # root kernel name -> the kernels its translation unit needs
         for _, _, steps in prepared:
             for s in steps:
-                if s.kernel is not None and s.kernel.name not in _LOADED:
-                    todo.setdefault(s.kernel.name, _with_deps([s.kernel]))
+                for k in _roots([s.kernel] if s.kernel is not None else []):
+                    if k.name not in _LOADED:
+                        todo.setdefault(k.name, _with_deps([k]))
         sources, part = [], {}
         for unit in list(todo.values()) + [None]:
             if unit is None or (part and len(part) + len(unit) > per_library):

@@ -88,6 +88,7 @@ class _Block:
         self.depth = 1
         self.count = 0
         self.kernel_nt = "nt"
+        self.callees: dict = {}  # name -> KernelSource called through a pointer argument
 
     def emit(self, line: str):
         self.lines.append("  " * self.depth + line)
@@ -125,6 +126,22 @@ class _Block:
             loc = self.alloc(_nbytes(v.aval))
         env[v] = loc
         return loc
+
+    def step(self, kernel, consts, g: FusionGroup, env: dict, targets: dict):
+        """Call an already generated group function (a kernel, or a block with its scratch
+        and constants) on ``g``'s values, through its address (an argument ``F<i>``): the
+        callee compiles in another translation unit, at the same time."""
+        ins = [self.loc(env, v) for v in g.inputs if type(v) is not Literal]
+        outs = [self.place(env, targets, v) for v in g.outputs]
+        scratch = [self.alloc(n) for n in kernel.scratch]
+        for c in consts:
+            self.consts.append(c)
+        ks = [f"K{len(self.consts) - len(consts) + i}" for i in range(len(consts))]
+        self.callees.setdefault(kernel.name, kernel)
+        f = f"F{list(self.callees).index(kernel.name)}"
+        if kernel.work:
+            ptrs = ", ".join(f"(void *)({a})" for a in ins + outs + scratch + ks)
+            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {f}(p, {self.kernel_nt}); }}")
 
     def call(self, kernel, args):
         self.deps.setdefault(kernel.name, kernel)
@@ -340,13 +357,15 @@ def program_group(jaxpr: Jaxpr) -> FusionGroup:
 
 def generate_block(group: FusionGroup, groups=None):
     """The block function of a MATMUL group or a control-flow OPAQUE group; with ``groups``
-    (a plan's groups, ``group`` their :func:`program_group`), of a whole program: one C
-    function and one call per run instead of one per group.
+    (``(group, kernel, consts)`` of each group of a plan, already generated; ``group`` their
+    :func:`program_group`), of a whole program that calls them in order: one C function and
+    one call per run instead of one per group.
 
     Returns:
       ``(kernel, consts)``: a ``codegen.KernelSource`` whose ``deps`` are the kernels it
-      calls and ``scratch`` the bytes of its scratch buffers, and the constant arrays to pass
-      after them.
+      calls by name (its translation unit holds them), ``callees`` those it calls through
+      their addresses (passed last) and ``scratch`` the bytes of its scratch buffers, and
+      the constant arrays to pass after the scratch buffers.
 
     Raises:
       UnsupportedError: for an equation, dtype or layout the block cannot run in C.
@@ -358,8 +377,11 @@ def generate_block(group: FusionGroup, groups=None):
     targets = {}
     for v, loc in zip(group.outputs, out_locs):
         targets.setdefault(v, loc)
-    for g in (group,) if groups is None else groups:
-        b.group(g, env, targets)
+    if groups is None:
+        b.group(group, env, targets)
+    else:
+        for g, kernel, consts in groups:
+            b.step(kernel, consts, g, env, targets)
     for v, loc in zip(group.outputs, out_locs):
         b.memcpy(loc, b.loc(env, v), _nbytes(v.aval))
     if groups is not None and sum(b.scratch) > PROGRAM_SCRATCH_LIMIT:
@@ -369,12 +391,15 @@ def generate_block(group: FusionGroup, groups=None):
     decl = [f"  char *const S{k} = (char *)a[{nio + k}];" for k in range(len(b.scratch))]
     decl += [f"  char *const K{k} = (char *)a[{nio + len(b.scratch) + k}];"
              for k in range(len(b.consts))]
+    nsk = nio + len(b.scratch) + len(b.consts)
+    decl += [f"  void (*const F{k})(void *const *, int) = (void (*)(void *const *, int))"
+             f"a[{nsk + k}];" for k in range(len(b.callees))]
     what = group.describe() if groups is None else f"program of {len(groups)} groups"
     head = [f"/* {what} */",
             *(f"/* in{i}: {v.aval.str_short()} */" for i, v in enumerate(ins)),
             *(f"/* out{j}: {v.aval.str_short()} */" for j, v in enumerate(group.outputs))]
     body = "\n".join(decl + b.lines)
-    deps = "".join(k.name for k in b.deps.values())
+    deps = "".join(k.name for k in list(b.deps.values()) + list(b.callees.values()))
     digest = hashlib.sha256(("\n".join(head) + body + deps).encode()).hexdigest()[:12]
     prims = ("program" if groups is not None else
              "_".join(dict.fromkeys(e.primitive.name for e in group.eqns))[:40])
@@ -382,5 +407,6 @@ def generate_block(group: FusionGroup, groups=None):
     text = "\n".join(head + [KERNEL_SIGNATURE.format(name=name) + " {", body, "}", ""])
     kernel = codegen.KernelSource(name, text, group.kind, tuple(v.aval for v in ins),
                                   tuple(v.aval for v in group.outputs), 1,
-                                  deps=tuple(b.deps.values()), scratch=tuple(b.scratch))
+                                  deps=tuple(b.deps.values()), scratch=tuple(b.scratch),
+                                  callees=tuple(b.callees.values()))
     return kernel, tuple(b.consts)

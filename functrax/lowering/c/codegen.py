@@ -69,6 +69,8 @@ class KernelSource:
       work: elements of the iteration space (0: the call is skipped).
       deps: the kernels this function calls (a block's, ``blocks.generate_block``).
       scratch: bytes of each scratch buffer passed after the outputs (a block's).
+      callees: kernels called through their addresses, passed last (a whole program's
+        block: they compile in other translation units).
     """
 
     name: str
@@ -79,6 +81,7 @@ class KernelSource:
     work: int
     deps: tuple = ()
     scratch: tuple = ()
+    callees: tuple = ()
 
 
 # --- the emitter: nested scopes with CSE and hoisting by loop variables ---

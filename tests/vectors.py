@@ -1,6 +1,7 @@
 """Where the JAX reference vectors are: ``../shared/vectors/`` beside the clone when it is
-there (the project's reference data), else the copies in ``tests/data/`` (identical, kept in
-the repository so a clone anywhere runs every check instead of skipping it)."""
+there (the project's reference data), else the copies in ``tests/data/`` (kept in the
+repository so a clone anywhere runs every check instead of skipping it; identical, except that
+the copy of ``jax_jaxprs.md`` keeps only the printed output, not the JAX script above it)."""
 from __future__ import annotations
 
 import pathlib

@@ -119,6 +119,19 @@ def test_products_without_blas_use_the_prelude_loop():
     np.testing.assert_allclose(np.asarray(got), x @ y.T + 1.0, rtol=1e-5, atol=1e-5)
 
 
+def test_without_numpys_blas_products_run_on_numpy(monkeypatch):
+    """A numpy built against a BLAS the C backend cannot find: its products stay on numpy
+    (the prelude's loop would be far slower than BLAS), saying why."""
+    from functrax.lowering.c import blas
+    monkeypatch.setattr(blas, "_FOUND", [blas.BlasFunctions(0, 0, False, "none")])
+    x, y = _rng(11).normal(size=(6, 5)).astype(np.float32), _rng(12).normal(
+        size=(5, 3)).astype(np.float32)
+    prog = _run_both(lambda x, y: fnp.tanh(x @ y * 1.5), x, y,
+                     fallbacks_ok=("dot_general", "mul", "tanh"))
+    if HAVE_CC:
+        assert any("no CBLAS found" in fb.reason for fb in prog.fallbacks)
+
+
 # --- scan ---
 
 

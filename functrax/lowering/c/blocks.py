@@ -36,6 +36,7 @@ import numpy as np
 from functrax import primitives as P
 from functrax.core import ClosedJaxpr, Jaxpr, Literal
 from functrax.lowering.c import codegen
+from functrax.lowering.c.blas import blas_functions
 from functrax.lowering.c.matmul import gemm_call
 from functrax.lowering.c.prelude import KERNEL_SIGNATURE
 from functrax.lowering.c.rules import UnsupportedError
@@ -182,6 +183,9 @@ class _Block:
         dots = [e for e in g.eqns if e.primitive is P.dot_general_p]
         if len(dots) != 1:
             raise UnsupportedError("matmul group without exactly one dot_general")
+        if not blas_functions().sgemm:
+            raise UnsupportedError("no CBLAS found in numpy's libraries (a numpy built "
+                                   "against another BLAS): matrix products run on numpy")
         dot = dots[0]
         producers = {o: e for e in g.eqns for o in e.outvars}
         readers = {}

@@ -346,8 +346,7 @@ def _load_libraries(sources: list, cache: LibraryCache):
     if len(sources) == 1:
         build(0)
     else:
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(sources),
-                                                              os.cpu_count() or 1))) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(sources), CORES))) as pool:
             list(pool.map(build, range(len(sources))))
     for lib in dict.fromkeys(libs):
         configure_library(lib)
@@ -377,7 +376,7 @@ def _units(kernels) -> list:
     most, balanced by text size; a small program is one unit."""
     roots = list({k.name: _with_deps([k]) for k in kernels}.values())
     size = sum(len(k.text) for unit in roots for k in unit)
-    n = min(len(roots), os.cpu_count() or 1, max(1, size // SPLIT_TEXT))
+    n = min(len(roots), CORES, max(1, size // SPLIT_TEXT))
     parts = [({}, [0]) for _ in range(n)]
     for unit in sorted(roots, key=lambda u: -sum(len(k.text) for k in u)):
         names, weight = min(parts, key=lambda p: p[1][0])

@@ -88,7 +88,6 @@ class _Block:
         self.consts: list = []   # numpy arrays passed after the scratch buffers
         self.depth = 1
         self.count = 0
-        self.kernel_nt = "nt"
         self.callees: dict = {}  # name -> KernelSource called through a pointer argument
 
     def emit(self, line: str):
@@ -142,13 +141,13 @@ class _Block:
         f = f"F{list(self.callees).index(kernel.name)}"
         if kernel.work:
             ptrs = ", ".join(f"(void *)({a})" for a in ins + outs + scratch + ks)
-            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {f}(p, {self.kernel_nt}); }}")
+            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {f}(p, nt); }}")
 
     def call(self, kernel, args):
         self.deps.setdefault(kernel.name, kernel)
         if kernel.work:
             ptrs = ", ".join(f"(void *)({a})" for a in args)
-            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {kernel.name}(p, {self.kernel_nt}); }}")
+            self.emit(f"{{ void *const p[] = {{{ptrs}}}; {kernel.name}(p, nt); }}")
 
     # --- equations ---
 
@@ -208,7 +207,6 @@ class _Block:
              else self.alloc(_nbytes(out.aval)))
         env[out] = c
         self.emit(gemm_call(dot, ptrs[0], ptrs[1], c, perms[0], perms[1]))
-        self.kernel_nt = "1"  # BLAS threads spin after a product: ours would wait for cores
         rest = [e for e in g.eqns if e is not dot and id(e) not in absorbed]
         big = [e for e in rest if e.primitive is P.transpose_p
                and math.prod(e.outvars[0].aval.shape) > _STRIDED_EPILOGUE]

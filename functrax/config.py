@@ -364,6 +364,12 @@ config.define("cpu_backend", os.environ.get("FUNCTRAX_CPU_BACKEND") or "auto",
               "on a background thread, then the C program; numpy only when no C compiler "
               "works), 'c' (the C program from the first call, which waits for the compiler) "
               "or 'numpy'.", validate=_check_cpu_backend, trace_context=True)
+config.define("c_program_cache", _env_bool("FUNCTRAX_C_PROGRAM_CACHE", True),
+              "Whether the C backend records compiled programs on disk, keyed by the traced "
+              "program, so that a new process tracing the same function on the same types "
+              "loads the program without running the passes, the planner, the code generator "
+              "or the compiler (functrax.lowering.c.program_cache; beside the compiled "
+              "libraries).")
 config.define("c_dump_dir", os.environ.get("FUNCTRAX_C_DUMP_DIR") or None,
               "A directory to which the C backend writes the source of every program it "
               "builds (<hash>.c); None (the default) dumps nothing.", validate=_check_c_dump_dir)

@@ -308,7 +308,7 @@ _CHILD = textwrap.dedent("""
     import json, warnings
     import numpy as np
     import functrax, functrax.numpy as fnp
-    from functrax.lowering.c import backend as cb, cache
+    from functrax.lowering.c import backend as cb, cache, program_cache
     x = fnp.asarray(np.linspace(-2, 2, 50, dtype=np.float32))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -319,7 +319,8 @@ _CHILD = textwrap.dedent("""
               and np.allclose(np.asarray(b), np.exp(np.asarray(x)).sum(), rtol=1e-5))
     n_warn = sum(issubclass(x.category, cb.CCompileWarning) for x in w)
     print(json.dumps({"ok": ok, "warnings": n_warn, "stats": cache.default_cache().stats,
-                      "numpy_programs": cb.STATS["numpy_programs"]}))
+                      "numpy_programs": cb.STATS["numpy_programs"],
+                      "programs": cb.STATS["programs"], "program_cache": program_cache.STATS}))
 """)
 
 
@@ -353,9 +354,15 @@ def test_second_process_loads_from_the_disk_cache(tmp_path):
     assert first["ok"] and second["ok"] and first["warnings"] == second["warnings"] == 0
     assert first["stats"]["compiles"] == 2 and first["stats"]["disk_hits"] == 0
     assert second["stats"]["compiles"] == 0 and second["stats"]["disk_hits"] == 2
-    # no temporary left behind: the two libraries and the compiler probe's record
+    # the second process loads both programs: no passes, no code generation
+    assert first["program_cache"]["misses"] == 2 and first["program_cache"]["stores"] == 2
+    assert second["program_cache"]["hits"] == 2 and second["programs"] == 0
+    # no temporary left behind: the two libraries, the compiler probe's record and the two
+    # programs' records (constants only where a program has some)
     assert sorted(n.split("-")[0].split("_")[0] for n in os.listdir(tmp_path / "cache" / "c")
-                  ) == ["p", "p", "toolchain"]
+                  ) == ["p", "p", "programs", "toolchain"]
+    assert sorted(n.rsplit(".", 1)[1] for n in os.listdir(tmp_path / "cache" / "c" / "programs")
+                  if not n.endswith(".npz")) == ["json", "json"]
 
 
 def test_compile_errors_warn_once_or_raise(monkeypatch, tmp_path):
@@ -548,6 +555,31 @@ def test_compiler_probe_is_remembered_across_processes(tmp_path):
     assert len(records) == 1
     assert json.loads(records[0].read_text())["cc"] == toolchain().cc
     assert run(second) == flags
+
+
+@needs_cc
+@pytest.mark.parametrize("rejects", [["-fopenmp"], ["-march=native"],
+                                     ["-fopenmp", "-march=native"], []])
+def test_compiler_probe_keeps_only_the_flags_the_compiler_accepts(tmp_path, monkeypatch,
+                                                                   rejects):
+    """The probe tries every feature at once (one compile), then each on its own: a compiler
+    that rejects ``-fopenmp`` or ``-march=native`` still compiles working programs without
+    them."""
+    from functrax.lowering.c import toolchain as t
+    cc = tmp_path / "fakecc"
+    real = toolchain().cc
+    checks = "".join(f'    {flag}) exit 1;;\n' for flag in rejects)
+    cc.write_text("#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in\n" + checks
+                  + "  esac\ndone\nexec " + real + ' "$@"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("FUNCTRAX_CACHE_DIR", str(tmp_path / "cache"))
+    tc = t._probe_compiler(str(cc))
+    assert tc is not None and tc.cc == str(cc)
+    for flag in ("-fopenmp", "-march=native"):
+        assert (flag in tc.flags) == (flag not in rejects), (flag, tc.flags)
+    assert tc.openmp == ("-fopenmp" not in rejects)
+    t.compile_shared(tc.cc, tc.flags, "int f(int x) { return x + 1; }\n",
+                     str(tmp_path / "ok.so"))
 
 
 @needs_cc

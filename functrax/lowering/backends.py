@@ -13,6 +13,11 @@ A backend gives two compilers, both ``(closed, donated=()) -> executable`` with
 - ``compile_host``: a program run from inside another one on host arrays (the body of a
   control-flow primitive, a nested ``jit`` that keeps its own backend).
 
+A backend may also give ``compile_traced(closed, optimized, donated=())``: a top-level
+program from the jaxpr as traced, ``optimized()`` giving it optimized when needed (the C
+backend looks the traced program up in its disk cache first and skips the passes on a hit).
+:func:`compile_traced` calls it, or ``compile(optimized(), donated)`` for a backend without.
+
 >>> sorted(available_backends())
 ['c', 'numpy', 'triton']
 """
@@ -26,7 +31,7 @@ from functrax.config import config
 from functrax.core import ClosedJaxpr, Jaxpr, sub_jaxprs
 from functrax.passes.pipeline import optimize
 
-__all__ = ["Backend", "DEFAULT_BACKEND", "register_backend", "get_backend",
+__all__ = ["Backend", "DEFAULT_BACKEND", "register_backend", "get_backend", "compile_traced",
            "available_backends", "nested_backend", "host_executable"]
 
 DEFAULT_BACKEND = "numpy"
@@ -34,10 +39,11 @@ DEFAULT_BACKEND = "numpy"
 
 @dataclass(frozen=True)
 class Backend:
-    """A registered backend: its name and its two compilers (see the module doc)."""
+    """A registered backend: its name and its compilers (see the module doc)."""
     name: str
     compile: Callable
     compile_host: Callable
+    compile_traced: Callable | None = None
 
 
 _BACKENDS: dict = {}
@@ -45,11 +51,20 @@ _ALIASES: dict = {}  # another name of a backend (a platform: "cpu" is the numpy
 
 
 def register_backend(name: str, compile: Callable, compile_host: Callable | None = None, *,
-                     aliases=()):
+                     aliases=(), compile_traced: Callable | None = None):
     """Register (or replace) the backend ``name`` (also reachable as each of ``aliases``);
     ``compile_host`` defaults to ``compile``."""
-    _BACKENDS[name] = Backend(name, compile, compile_host or compile)
+    _BACKENDS[name] = Backend(name, compile, compile_host or compile, compile_traced)
     _ALIASES.update(dict.fromkeys(aliases, name))
+
+
+def compile_traced(name: str | None, closed: ClosedJaxpr, optimized: Callable, donated=()):
+    """The executable of the traced ``closed`` on backend ``name``: its ``compile_traced``
+    when it has one, else ``compile(optimized(), donated)`` (see the module doc)."""
+    backend = get_backend(name)
+    if backend.compile_traced is not None:
+        return backend.compile_traced(closed, optimized, donated)
+    return backend.compile(optimized(), donated=donated)
 
 
 def available_backends() -> list:

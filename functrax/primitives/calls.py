@@ -8,6 +8,7 @@ abstract evaluation lives here; the transforms that bind them are in
 from __future__ import annotations
 
 from functrax.core import ShapedArray
+from functrax.core.fingerprint import transform_only_params
 from functrax.primitives.define import Family, new_primitive
 
 jit_p = new_primitive("jit", multiple_results=True, family=Family.CALL)
@@ -47,6 +48,10 @@ custom_jvp_call_p.def_abstract_eval(_call_abstract)
 
 
 custom_vjp_call_p.def_abstract_eval(_call_abstract)
+
+# their Python rules matter to jvp/vjp only: a compiled program evaluates call_jaxpr
+transform_only_params[custom_jvp_call_p] = frozenset({"jvp"})
+transform_only_params[custom_vjp_call_p] = frozenset({"fwd", "bwd"})
 
 
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))

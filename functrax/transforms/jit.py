@@ -87,9 +87,14 @@ class _Entry:
         return self.exe
 
     def _compile(self, backend, donated):
+        return backends.compile_traced(backend, self.closed, self.optimize, donated)
+
+    def optimize(self):
+        """The optimized jaxpr (computed once; a backend that finds the program in its disk
+        cache never asks)."""
         if self.optimized is None:
             self.optimized = optimize(self.closed)
-        return backends.get_backend(backend).compile(self.optimized, donated=donated)
+        return self.optimized
 
 
 def _leaf_aval(x):
@@ -547,9 +552,7 @@ class Lowered:
     def __init__(self, jitted, entry):
         self._jitted = jitted
         self._entry = entry
-        if entry.optimized is None:  # kept: compile() reuses it
-            entry.optimized = optimize(entry.closed)
-        self.jaxpr = entry.optimized
+        self.jaxpr = entry.optimize()  # kept: compile() reuses it
 
     def as_text(self, dialect=None, *, debug_info=False):
         """The program's text. functrax has no MLIR/HLO: for every dialect (``None``,
@@ -590,7 +593,7 @@ class Compiled:
         exe = self._entry.exe
         if hasattr(exe, "as_text"):  # the triton backend: groups, kernels and fallbacks
             return exe.as_text()
-        return str(self._entry.optimized)
+        return str(self._entry.optimize())
 
     def cost_analysis(self):
         """Estimated ``flops``, ``transcendentals`` and ``bytes accessed`` (a dict); on the
@@ -600,7 +603,7 @@ class Compiled:
         if hasattr(exe, "cost_analysis"):  # the triton backend: per fused kernel
             return exe.cost_analysis()
         from functrax.lowering.cost import cost_analysis
-        return cost_analysis(self._entry.optimized)
+        return cost_analysis(self._entry.optimize())
 
     def __call__(self, *args, **kwargs):
         """Run on the dynamic arguments only (static ones were fixed by ``trace``/``lower``)."""

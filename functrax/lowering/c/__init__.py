@@ -9,6 +9,8 @@
 - ``blas``, ``matmul``, ``blocks``: matrix products through numpy's BLAS with fused
   epilogues, and control flow as C loops;
 - ``backend``: ``compile_c`` (a program: one translation unit, numpy fallbacks per group);
+- ``program_cache``: compiled programs on disk keyed by the traced program (a new process
+  skips the passes, the planner and the code generator);
 - ``tiered``: the default CPU backend ``"auto"`` (numpy first, C once compiled).
 
 Importing this package registers the backends ``"c"`` and ``"auto"``
@@ -16,8 +18,11 @@ Importing this package registers the backends ``"c"`` and ``"auto"``
 """
 from functrax.lowering import backends as _backends
 from functrax.lowering.c.backend import compile_c as _compile_c
+from functrax.lowering.c.program_cache import compile_traced as _compile_c_traced
 from functrax.lowering.c.tiered import compile_tiered as _compile_tiered
+from functrax.lowering.c.tiered import compile_tiered_traced as _compile_tiered_traced
 from functrax.lowering.numpy.executor import compile_jaxpr as _compile_jaxpr
 
-_backends.register_backend("c", _compile_c)
-_backends.register_backend("auto", _compile_tiered, _compile_jaxpr)
+_backends.register_backend("c", _compile_c, compile_traced=_compile_c_traced)
+_backends.register_backend("auto", _compile_tiered, _compile_jaxpr,
+                           compile_traced=_compile_tiered_traced)

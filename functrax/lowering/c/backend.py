@@ -55,7 +55,7 @@ from functrax.lowering.fusion.types import FusionGroup, FusionPlan, GroupKind
 from functrax.lowering.numpy.executor import compile_jaxpr
 
 __all__ = ["compile_c", "compile_many", "CProgram", "Step", "Fallback", "STATS",
-           "CCompileWarning", "CompileError"]
+           "CCompileWarning", "CompileError", "program_source", "library_of", "bind_loaded"]
 
 # process-wide counters: programs compiled, C kernels built, group fallbacks, programs run
 # entirely on numpy (no compiler or a compile error)
@@ -204,8 +204,7 @@ class CProgram:
         self.fallbacks = tuple(s.fallback for s in steps if s.fallback is not None)
         if program_fallback is not None:
             self.fallbacks = (program_fallback,) + self.fallbacks
-        self.source = PRELUDE + "\n" + "\n".join(
-            k.text for k in _with_deps(_roots(self.kernels)))
+        self.source = program_source(self.kernels)
         self.out_avals = [v.aval for v in closed.jaxpr.outvars]
         self.donated = tuple(sorted(set(donated)))
         self._numpy = numpy_exe
@@ -356,6 +355,12 @@ def _load_libraries(sources: list, cache: LibraryCache):
                 _LOADED.setdefault(n, lib)
 
 
+def program_source(kernels) -> str:
+    """The translation unit of a program's ``kernels``: the prelude, then every kernel and
+    the kernels it calls (callees first)."""
+    return PRELUDE + "\n" + "\n".join(k.text for k in _with_deps(_roots(kernels)))
+
+
 def _with_deps(kernels, out=None) -> list:
     """``kernels`` and the kernels they call (at any depth), callees first, one per name."""
     out = {} if out is None else out
@@ -401,6 +406,24 @@ def _roots(kernels) -> list:
 
 def _address(name: str) -> int:
     return ctypes.cast(getattr(_LOADED[name], name), ctypes.c_void_p).value
+
+
+def library_of(name: str) -> str:
+    """The file name (``p_<key>.so``) of the loaded library holding kernel ``name``."""
+    return os.path.basename(_LOADED[name]._name)
+
+
+def bind_loaded(steps: list, libraries: dict):
+    """Bind ``steps`` (kernel steps) to their functions in ``libraries`` (kernel name ->
+    loaded library; each configured here and registered as the kernel's library)."""
+    for lib in set(libraries.values()):
+        configure_library(lib)
+    with _LOADED_LOCK:
+        for n, lib in libraries.items():
+            _LOADED.setdefault(n, lib)
+    for s in steps:
+        s.bind(getattr(_LOADED[s.kernel.name], s.kernel.name),
+               [_address(c.name) for c in s.kernel.callees])
 
 
 def _link(steps: list, cache: LibraryCache):

@@ -79,6 +79,25 @@ class LibraryCache:
                 self._building.pop(key, None)
             return lib
 
+    def load_file(self, name: str):
+        """The ``ctypes.CDLL`` of the library file ``name`` (``p_<key>.so``) of this cache,
+        loaded once per process; None when no such file is there (any more)."""
+        if not (name.startswith("p_") and name.endswith(".so")) or os.sep in name:
+            return None
+        key = name[2:-3]
+        with self._lock:
+            lib = self._libs.get(key)
+            if lib is not None:
+                self.stats["hits"] += 1
+                return lib
+        path = self.path(key)
+        if not os.path.exists(path):
+            return None
+        lib = ctypes.CDLL(path)
+        with self._lock:
+            self.stats["disk_hits"] += 1
+            return self._libs.setdefault(key, lib)
+
     def _compile(self, source, tc, path):
         os.makedirs(self.directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp_", suffix=".so")

@@ -36,11 +36,12 @@ import time
 import weakref
 
 from functrax.core import Family
+from functrax.lowering.c import program_cache
 from functrax.lowering.c.backend import compile_c
 from functrax.lowering.c.toolchain import toolchain
 from functrax.lowering.numpy.executor import compile_jaxpr
 
-__all__ = ["TieredProgram", "compile_tiered"]
+__all__ = ["TieredProgram", "compile_tiered", "compile_tiered_traced"]
 
 _QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
 _WORKER: list = []
@@ -74,12 +75,13 @@ class TieredProgram:
         being ready (None until then).
     """
 
-    def __init__(self, closed, donated=(), compile_fn=None):
-        self.jaxpr = closed
+    def __init__(self, closed, donated=(), compile_fn=None, on_built=None):
+        self._jaxpr = closed
         self.donated = tuple(sorted(set(donated)))
         self.numpy = compile_jaxpr(closed, donated)
         self.out_avals = self.numpy.out_avals
         self._compile_fn = compile_fn or (lambda: compile_c(closed, self.donated))
+        self._on_built = on_built
         self._exe = None  # the executor every call uses once decided
         self._c = None
         self._error = None
@@ -89,6 +91,27 @@ class TieredProgram:
         self._t0 = time.perf_counter()
         self.first_call_s = self.ready_s = None
         self._skip = compile_fn is None and not worth_compiling(closed.jaxpr)
+
+    @classmethod
+    def ready(cls, program):
+        """A TieredProgram on ``program`` (a ``CProgram`` loaded from the program cache)
+        from the first call: no numpy executor, nothing to compile."""
+        self = cls.__new__(cls)
+        self._jaxpr, self.donated, self.numpy = None, program.donated, None
+        self.out_avals = program.out_avals
+        self._compile_fn = self._on_built = None
+        self._exe = self._c = program
+        self._error, self._done, self._started = None, threading.Event(), True
+        self._done.set()
+        self._lock = threading.Lock()
+        self._t0 = time.perf_counter()
+        self.first_call_s, self.ready_s, self._skip = None, 0.0, False
+        return self
+
+    @property
+    def jaxpr(self):
+        """The optimized jaxpr it runs."""
+        return self._jaxpr if self._jaxpr is not None else self._c.jaxpr
 
     def _start(self):
         with self._lock:
@@ -104,6 +127,8 @@ class TieredProgram:
         try:
             tc = toolchain()  # no compiler: numpy, silently (the normal case on such machines)
             self._c = self._compile_fn() if tc.available else None
+            if self._c is not None and self._on_built is not None:
+                self._on_built(self._c)
         except BaseException as e:  # noqa: BLE001 (kept, raised by the next call)
             self._error = e
         self.ready_s = time.perf_counter() - self._t0
@@ -197,3 +222,20 @@ def worth_compiling(jaxpr) -> bool:
 def compile_tiered(closed, donated=()):
     """The ``"auto"`` backend's compiler: a :class:`TieredProgram`."""
     return TieredProgram(closed, donated)
+
+
+def compile_tiered_traced(closed, optimized, donated=()):
+    """The ``"auto"`` backend's compiler of a traced program: the C program at once when
+    the program cache has it, else a :class:`TieredProgram` whose C program, once built,
+    is recorded for the next process."""
+    if not worth_compiling(closed.jaxpr):
+        return TieredProgram(optimized(), donated)
+    key = program_cache.program_key(closed)
+    if key is not None:
+        program = program_cache.load(key, closed, optimized, donated)
+        if program is not None:
+            program_cache.STATS["hits"] += 1
+            return TieredProgram.ready(program)
+        program_cache.STATS["misses"] += 1
+    on_built = None if key is None else (lambda p: program_cache.save(key, p))
+    return TieredProgram(optimized(), donated, on_built=on_built)

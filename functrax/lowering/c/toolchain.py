@@ -202,7 +202,12 @@ def _probe() -> Toolchain:
 
 
 def _probe_compiler(cc: str) -> Toolchain | None:
-    """Compile the probe programs with ``cc``: its flags, or None when it does not work."""
+    """Compile the probe programs with ``cc``: its flags, or None when it does not work.
+    The common case (``-march=native`` and OpenMP both work) costs one compile; otherwise
+    each feature is tried on its own."""
+    best = [*BASE_FLAGS, "-march=native", "-fopenmp"]
+    if _works(cc, best, _OMP_PROBE):
+        return Toolchain(cc, _identity(cc), tuple(best), True, "native " + _cpu_flags_hash())
     if not _works(cc, BASE_FLAGS, _PROBE):
         return None
     flags = list(BASE_FLAGS)

@@ -332,6 +332,23 @@ def issubdtype(a, b) -> bool:
     >>> issubdtype(key_dtype(), prng_key), issubdtype(key_dtype(), np.integer)
     (True, False)
     """
+    try:
+        return _SUBDTYPE[a, b]
+    except (KeyError, TypeError):  # not seen yet, or unhashable
+        pass
+    r = _issubdtype(a, b)
+    if len(_SUBDTYPE) < 4096:
+        try:
+            _SUBDTYPE[a, b] = r
+        except TypeError:
+            pass
+    return r
+
+
+_SUBDTYPE: dict = {}  # (a, b) -> issubdtype(a, b): numpy's takes microseconds per call
+
+
+def _issubdtype(a, b) -> bool:
     if _involves_extended(a) or _involves_extended(b):
         return _issubdtype_extended(a, b)
     if bfloat16 is not None:

@@ -30,6 +30,15 @@ HAVE_CC = toolchain().available
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no working C compiler on this machine")
 
 
+@pytest.fixture(autouse=True)
+def _no_program_cache():
+    """These tests watch the tiers switch: a program found in the program cache (compiled
+    by an earlier run) would run on C from the first call (test_c_program_cache.py)."""
+    functrax.config.update("c_program_cache", False)
+    yield
+    functrax.config.update("c_program_cache", True)
+
+
 @pytest.fixture
 def cpu_backend():
     saved = functrax.config.cpu_backend

@@ -56,11 +56,18 @@ def _array(x) -> str:
     return f"A{a.dtype.str}{a.shape}{hashlib.sha256(a.view(np.uint8).data).hexdigest()}"
 
 
+_DTYPE_TEXT: dict = {}  # dtype -> its name (numpy's str(dtype) is slow)
+
+
 def _aval(aval) -> str:
     shape = getattr(aval, "shape", None)
     if shape is None:
         return type(aval).__name__
-    return f"{str(aval.dtype)}{tuple(shape)}{'w' if aval.weak_type else ''}"
+    dt = aval.dtype
+    name = _DTYPE_TEXT.get(dt)
+    if name is None:
+        name = _DTYPE_TEXT[dt] = str(dt)
+    return f"{name}{shape}{'w' if aval.weak_type else ''}"
 
 
 def _value(v, out: list):

@@ -50,7 +50,7 @@ from functrax.lowering.c.codegen import KernelSource
 from functrax.lowering.c.toolchain import toolchain
 from functrax.lowering.fusion.types import FusionGroup, GroupKind
 
-__all__ = ["program_key", "load", "save", "compile_traced", "code_version", "STATS"]
+__all__ = ["program_key", "load", "save", "compile_traced", "code_version", "warm_up", "STATS"]
 
 FORMAT = 1
 STATS = {"hits": 0, "misses": 0, "stores": 0, "uncacheable": 0}
@@ -81,6 +81,20 @@ def code_version() -> str:
                         h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
             _CODE.append(h.hexdigest())
         return _CODE[0]
+
+
+def warm_up():
+    """Compute what every key needs (the code's hash, the toolchain's record, numpy's BLAS)
+    on a daemon thread, while the process goes on importing and tracing: the first lookup
+    then costs only the program's fingerprint."""
+    def run():
+        try:
+            code_version()
+            toolchain()
+            blas_functions()
+        except Exception:  # noqa: BLE001 (the first lookup computes them again, and reports)
+            pass
+    threading.Thread(target=run, name="functrax-c-cache-warm-up", daemon=True).start()
 
 
 def _enabled() -> bool:

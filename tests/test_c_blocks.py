@@ -264,7 +264,10 @@ def test_blocks_reuse_scratch_and_dropped_outputs_and_keep_held_results():
     xs = rng.normal(size=(20, 4, 16)).astype(np.float32)
 
     def f(w, xs):
-        return lax.scan(lambda h, x: (fnp.tanh(h @ w + x),) * 2, fnp.zeros((4, 16)), xs)
+        def body(h, x):
+            p = h @ w  # read by two groups: the product needs scratch
+            return fnp.tanh(p + x), p.sum(-1)
+        return lax.scan(body, fnp.zeros((4, 16)), xs)
 
     g = jit(f, backend="c")
     want = jit(f, backend="numpy")(w, xs)
@@ -280,6 +283,33 @@ def test_blocks_reuse_scratch_and_dropped_outputs_and_keep_held_results():
     del again
     third = g(w, xs * 2.0)
     assert np.asarray(third[1]).ctypes.data == ys_ptr  # dropped: its buffer came back
+
+
+@needs_cc
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_product_read_only_by_its_elementwise_epilogue_is_computed_in_place(twice):
+    """``w - lr * (x.T @ g)``: the product is written straight into the output and the
+    epilogue reads it there (no scratch for it); read by a second group (``twice``) it
+    keeps its own buffer. Both match the numpy backend."""
+    if not blas_functions().sgemm:
+        pytest.skip("no CBLAS: products run on numpy")
+    rng = _rng(11)
+    w = rng.normal(size=(48, 32)).astype(np.float32)
+    x = rng.normal(size=(16, 48)).astype(np.float32)
+    g = rng.normal(size=(16, 32)).astype(np.float32)
+
+    def f(w, x, g):
+        d = x.T @ g
+        new = w - 0.1 * d
+        return (new, d.sum()) if twice else new
+    fc = jit(f, backend="c")
+    for got, want in zip(functrax.tree_util.tree_leaves(fc(w, x, g)),
+                         functrax.tree_util.tree_leaves(jit(f, backend="numpy")(w, x, g))):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    (step,) = fc.lower(w, x, g).compile()._entry.exe.steps
+    src = "\n".join(k.text for k in cb._with_deps([step.kernel]))
+    assert ("(const float *)out0;" in src) != twice
+    assert bool(step.kernel.scratch) == twice
 
 
 # --- random loop programs (hypothesis) ---

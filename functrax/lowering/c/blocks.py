@@ -156,16 +156,12 @@ class _Block:
     def eqns(self, eqns, env: dict, targets: dict, outvars):
         """Emit ``eqns`` (planned into groups); ``env`` holds the locations of the values
         they read and receives those they compute; ``targets`` asks for locations."""
-        eqns = list(eqns)
-        if not eqns:
-            return
-        sub = explicit_broadcasts_jaxpr(Jaxpr((), _free_vars(eqns), list(outvars), eqns))
-        for g in plan_fusion(sub).groups:
+        for g in _plan(eqns, outvars):
             self.group(g, env, targets)
 
-    def group(self, g: FusionGroup, env: dict, targets: dict):
+    def group(self, g: FusionGroup, env: dict, targets: dict, inplace=None):
         if g.kind in (GroupKind.ELEMENTWISE, GroupKind.REDUCTION):
-            kernel = codegen.generate(g)
+            kernel = codegen.generate(g, inplace)
             ins = [self.loc(env, v) for v in g.inputs if type(v) is not Literal]
             outs = [self.place(env, targets, v) for v in g.outputs]
             self.call(kernel, ins + outs)
@@ -205,10 +201,6 @@ class _Block:
                 ptrs.append(self.loc(env, v))
                 perms.append(None)
         out = dot.outvars[0]
-        c = (self.place(env, targets, out) if out in g.outputs
-             else self.alloc(_nbytes(out.aval)))
-        env[out] = c
-        self.emit(gemm_call(dot, ptrs[0], ptrs[1], c, perms[0], perms[1]))
         rest = [e for e in g.eqns if e is not dot and id(e) not in absorbed]
         big = [e for e in rest if e.primitive is P.transpose_p
                and math.prod(e.outvars[0].aval.shape) > _STRIDED_EPILOGUE]
@@ -216,7 +208,35 @@ class _Block:
             raise UnsupportedError(f"a transposed epilogue ({big[0].outvars[0].aval.str_short()}"
                                    "): numpy's strided loops are faster than the C kernel's")
         made = {o for e in rest for o in e.outvars}
-        self.eqns(rest, env, targets, [v for v in g.outputs if v in made])
+        epilogue = _plan(rest, [v for v in g.outputs if v in made])
+        inplace = None
+        if out in g.outputs:
+            c = self.place(env, targets, out)
+        else:
+            inplace = self._in_place(out, epilogue, env, targets)
+            c = (targets[inplace[1].outputs[0]] if inplace
+                 else self.alloc(_nbytes(out.aval)))
+        env[out] = c
+        self.emit(gemm_call(dot, ptrs[0], ptrs[1], c, perms[0], perms[1]))
+        for eg in epilogue:
+            self.group(eg, env, targets, {out: 0} if inplace and eg is inplace[1] else None)
+
+    def _in_place(self, out, epilogue: list, env: dict, targets: dict):
+        """``(True, group)`` when the product ``out`` can be written where the one epilogue
+        group reading it (elementwise, one output) writes its output, the group then
+        computing in place: no scratch for the product (``w - lr * (x.T @ g)``); else
+        None."""
+        readers = [eg for eg in epilogue if out in eg.inputs]
+        if len(readers) != 1:
+            return None
+        eg = readers[0]
+        if len(eg.outputs) != 1 or eg.outputs[0] not in targets:
+            return None
+        if not codegen.reads_in_place(eg, {out: 0}):
+            return None
+        dst = targets[eg.outputs[0]]
+        others = [env.get(v) for v in eg.inputs if type(v) is not Literal and v is not out]
+        return None if dst in others else (True, eg)
 
     # --- control flow ---
 
@@ -345,6 +365,15 @@ class _Block:
             self.depth -= 1
             self.emit("}")
         self.emit("} }")
+
+
+def _plan(eqns, outvars) -> list:
+    """The fusion groups of ``eqns`` (computing ``outvars``), in order."""
+    eqns = list(eqns)
+    if not eqns:
+        return []
+    sub = explicit_broadcasts_jaxpr(Jaxpr((), _free_vars(eqns), list(outvars), eqns))
+    return list(plan_fusion(sub).groups)
 
 
 _SLOT = re.compile(r"\bS(\d+)\b")

@@ -32,7 +32,7 @@ import math
 import re
 
 from functrax import primitives as P
-from functrax.core import Family, Literal
+from functrax.core import ELEMENTWISE_FAMILIES, Family, Literal
 from functrax.lowering.c import rules
 from functrax.lowering.c.column_sum import column_sum
 from functrax.lowering.c.indexing import (
@@ -334,15 +334,21 @@ class Lowering:
                                 f"{list(self.group.shape)} writes an output of shape "
                                 f"{list(out.aval.shape)} whose index in the iteration is unknown")
 
-    def pointers(self) -> list:
-        lines = []
+    def pointers(self, inplace=None) -> list:
+        """The argument pointers; ``inplace`` maps an input to the output whose buffer holds
+        it (read through a pointer derived from the output's: legal with ``restrict``)."""
+        inplace = inplace or {}
+        lines, after = [], []
         for i, v in enumerate(self.ins):
             t = rules.storage_type(v.aval.dtype)
-            lines.append(f"const {t} *restrict in{i} = (const {t} *)a[{i}];")
+            if v in inplace:
+                after.append(f"const {t} *in{i} = (const {t} *)out{inplace[v]};")
+            else:
+                lines.append(f"const {t} *restrict in{i} = (const {t} *)a[{i}];")
         for j, v in enumerate(self.group.outputs):
             t = rules.storage_type(v.aval.dtype)
             lines.append(f"{t} *restrict out{j} = ({t} *)a[{len(self.ins) + j}];")
-        return lines
+        return lines + after
 
     def parallel(self, work: int, tasks: str) -> str | None:
         if work < PARALLEL_THRESHOLD:
@@ -550,6 +556,26 @@ class _Reduction(Lowering):
             em.put((out, index), res)
 
 
+def reads_in_place(group: FusionGroup, inplace: dict) -> bool:
+    """Whether each input of ``inplace`` (input var -> output position) can share its
+    output's buffer: an ELEMENTWISE group with that one output, of the input's shape and
+    dtype (the iteration's shape), the input read by elementwise equations only (at the
+    index each iteration writes, after every load it needs: the output's value depends on
+    every value the single output's iteration loads)."""
+    if group.kind is not GroupKind.ELEMENTWISE or len(group.outputs) != 1:
+        return False
+    for v, j in inplace.items():
+        out = group.outputs[j]
+        if (v not in group.inputs or v.aval.shape != out.aval.shape
+                or v.aval.dtype != out.aval.dtype or tuple(group.shape) != out.aval.shape):
+            return False
+        for e in group.eqns:
+            if v in e.invars and (e.primitive.family not in ELEMENTWISE_FAMILIES
+                                  or e.outvars[0].aval.shape != out.aval.shape):
+                return False
+    return True
+
+
 def _kernel_name(group: FusionGroup, body: str) -> str:
     names = []
     for e in group.eqns:
@@ -561,8 +587,13 @@ def _kernel_name(group: FusionGroup, body: str) -> str:
     return f"fx_{readable}_{digest}"
 
 
-def generate(group: FusionGroup) -> KernelSource:
+def generate(group: FusionGroup, inplace=None) -> KernelSource:
     """The C function of ``group`` (ELEMENTWISE or REDUCTION).
+
+    ``inplace`` (ELEMENTWISE groups with one output): ``{input var: 0}`` when the caller
+    passes that input in the output's buffer (a product's epilogue computed where the
+    product was written); the input must be read at the output's own index only, which
+    :func:`reads_in_place` checks.
 
     Returns:
       a :class:`KernelSource`; equal groups (same equations on the same avals) give the same
@@ -585,8 +616,10 @@ def generate(group: FusionGroup) -> KernelSource:
                                "groups (only elementwise and reduction)")
     for v in tuple(group.inputs) + tuple(group.outputs):
         rules.dtype_class(v.aval.dtype)  # raises for unsupported dtypes
+    if inplace and not reads_in_place(group, inplace):
+        raise UnsupportedError("an in-place input is not read at its output's index")
     work = low.run()
-    body = "\n".join("  " + line for line in low.pointers() + low.em.scopes[0].lines)
+    body = "\n".join("  " + line for line in low.pointers(inplace) + low.em.scopes[0].lines)
     head = [f"/* {group.describe()} */",
             *(f"/* in{i}: {v.aval.str_short()} */" for i, v in enumerate(low.ins)),
             *(f"/* out{j}: {v.aval.str_short()} */" for j, v in enumerate(group.outputs))]

@@ -42,6 +42,7 @@ from functrax.transforms.pmap import pmap  # noqa: F401
 from functrax import control_flow as _control_flow  # noqa: F401
 # the public modules
 from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
+from functrax import mixed_precision  # noqa: F401  (dtype policies, loss scaling)
 from functrax import flatten_util  # noqa: F401
 from functrax import image, scipy  # noqa: F401
 from functrax import errors, typing  # noqa: F401

@@ -352,10 +352,22 @@ def _issubdtype(a, b) -> bool:
     if _involves_extended(a) or _involves_extended(b):
         return _issubdtype_extended(a, b)
     if bfloat16 is not None:
-        if a is bfloat16 or (not isinstance(a, type) and np.dtype(a) == np.dtype(bfloat16)):
-            return b in (np.floating, np.inexact, np.number, np.generic) or b is bfloat16 or (
-                not isinstance(b, type) and np.dtype(b) == np.dtype(bfloat16))
+        if _is_bfloat16(a):
+            return b in (np.floating, np.inexact, np.number, np.generic) or _is_bfloat16(b)
     return np.issubdtype(a, b)
+
+
+def _is_bfloat16(x) -> bool:
+    """``x`` names bfloat16: the ml_dtypes class, its dtype, or a class with that ``dtype``
+    (``functrax.numpy.bfloat16``); numpy's abstract classes (``np.floating``) do not."""
+    if x is bfloat16:
+        return True
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return False
+    try:
+        return np.dtype(x) == np.dtype(bfloat16)
+    except TypeError:
+        return False
 
 
 def is_float(dtype) -> bool:

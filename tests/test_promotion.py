@@ -268,3 +268,14 @@ def test_float_floor_division_matches_numpy():
 def test_errors_name_the_function(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
         call()
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("floating", True), ("inexact", True), ("number", True), ("generic", True),
+    ("integer", False), ("complexfloating", False)])
+def test_issubdtype_bfloat16_every_spelling(kind, expected):
+    # jnp.bfloat16 (a scalar class), ml_dtypes' class, its dtype and its name are one type
+    for a in (fnp.bfloat16, ml_dtypes.bfloat16, np.dtype(ml_dtypes.bfloat16), "bfloat16"):
+        assert fnp.issubdtype(a, getattr(np, kind)) is expected, (a, kind)
+    assert fnp.issubdtype(fnp.bfloat16, ml_dtypes.bfloat16)
+    assert not fnp.issubdtype(np.float16, fnp.bfloat16)

@@ -27,8 +27,9 @@ more input than output positions): one product per kernel position ``Z[k] = x @ 
 the undilated, unpadded input (so the lhs dilation's zeros are never multiplied), then one
 strided add of each ``Z[k]`` into the output.
 
-float16 / bfloat16 (and booleans, as int32) are computed in float32, or in
-``preferred_element_type`` when given, and rounded once to the result type, as XLA does.
+float16 / bfloat16 (also as ``preferred_element_type``) are computed in float32, other types
+in ``preferred_element_type`` when given (booleans as int32), and rounded once to the result
+type, as XLA does (``rules.compute_dtype``, shared with ``dot_general``).
 """
 from __future__ import annotations
 
@@ -37,20 +38,9 @@ import math
 import numpy as np
 
 from functrax import primitives as P
-from functrax.lowering.numpy.rules import numpy_rules
+from functrax.lowering.numpy.rules import compute_dtype, numpy_rules
 
 __all__ = ["conv_general_dilated", "compute_dtype"]
-
-
-def compute_dtype(dtype, preferred):
-    """The dtype a convolution of ``dtype`` operands (result ``preferred`` when given) is
-    computed in: float16 / bfloat16 / fp8 in float32, booleans in int32 (every backend)."""
-    dt = np.dtype(preferred) if preferred is not None else np.dtype(dtype)
-    if dt == np.bool_:
-        return np.dtype(np.int32)
-    if dt.itemsize < 4 and (dt.kind == "f" or dt.kind == "V"):  # float16, bfloat16, fp8
-        return np.dtype(np.float32)
-    return dt
 
 
 def _dilate_and_pad(x, spatial, dilation, padding):

@@ -403,13 +403,30 @@ numpy_rules.update({P.dynamic_slice_p: _dynamic_slice,
 # --- contraction ---
 
 
+def compute_dtype(dtype, preferred=None):
+    """The dtype a product (``dot_general``, ``conv_general_dilated``) of ``dtype`` operands
+    (result ``preferred`` when given) is computed in: float16 / bfloat16 / fp8 in float32,
+    rounded once to the result type (as XLA on CPU and GPU), booleans in int32, every other
+    type in itself (every backend).
+
+    >>> compute_dtype(np.float16), compute_dtype(np.int8, np.float32)
+    (dtype('float32'), dtype('float32'))
+    """
+    dt = np.dtype(preferred) if preferred is not None else np.dtype(dtype)
+    if dt == np.bool_:
+        return np.dtype(np.int32)
+    if dt.itemsize < 4 and (dt.kind == "f" or dt.kind == "V"):  # float16, bfloat16, fp8
+        return np.dtype(np.float32)
+    return dt
+
+
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = np.dtype(preferred_element_type) if preferred_element_type else lhs.dtype
-    # accumulate in the preferred type when given (f16 x f16 -> f32 sums in f32, as XLA)
-    compute = out_dtype if preferred_element_type else lhs.dtype
-    if compute == np.bool_:
-        compute = np.dtype(np.int32)
+    # accumulate in the preferred type when given (int8 x int8 -> f32 sums in f32), and
+    # float16 / bfloat16 in float32 (BLAS), rounded once to the result type, as XLA does;
+    # numpy's own half / ml_dtypes loops are not relied on (slower, version-dependent)
+    compute = compute_dtype(lhs.dtype, preferred_element_type)
     lhs = lhs.astype(compute, copy=False)
     rhs = rhs.astype(compute, copy=False)
     out = _dot_matmul(lhs, rhs, tuple(lc), tuple(rc), tuple(lb), tuple(rb))

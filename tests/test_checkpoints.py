@@ -582,6 +582,8 @@ def test_manager_argument_errors(tmp_path):
             mgr.save(1, _tree(1), metrics={"acc": 1.0})
         mgr.save(1, _tree(1), metrics={"loss": np.float32(0.5)}, metadata={"epoch": 1})
         assert mgr.metrics(1) == {"loss": 0.5} and mgr.metadata(1) == {"epoch": 1}
+        mgr.save(2, _tree(2))  # no metrics (a mid-epoch save): saved, never ranked best
+        assert mgr.metrics(2) == {} and mgr.latest_step() == 2 and mgr.best_step() == 1
         with pytest.raises(FileExistsError, match="step 1 is already saved"):
             mgr.save(1, _tree(1), metrics={"loss": 0.1})
         with pytest.raises(TypeError, match="step must be a non-negative int"):

@@ -85,8 +85,8 @@ def test_no_jax_or_torch_imports():
 def test_readme_opens_with_the_two_commands():
     commands = _readme_commands()
     assert commands == [
-        "pip install -e . && python examples/train_mlp.py",
-        'pip install -e ".[test]" && python -m pytest',
+        'pip install -e ".[examples]" && python examples/train_cnn.py',
+        'pip install -e ".[test,examples]" && python -m pytest',
     ], commands
 
 

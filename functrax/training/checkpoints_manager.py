@@ -204,8 +204,8 @@ class CheckpointManager:
     # --- saving ---
 
     def _check_metrics(self, metrics, fn):
-        if metrics is None:
-            metrics = {}
+        if metrics is None:  # e.g. a mid-epoch save: kept by keep_last, never ranked best
+            return {}
         if not isinstance(metrics, dict):
             raise TypeError(f"{fn}: metrics must be a dict of numbers, got "
                             f"{type(metrics).__name__}")
@@ -213,8 +213,8 @@ class CheckpointManager:
         if self.best_metric is not None and self.best_metric not in out:
             raise ValueError(f"{fn}: metrics has no {self.best_metric!r} (the manager's "
                              f"best_metric); got {sorted(out)}. Pass metrics={{"
-                             f"{self.best_metric!r}: value}} or build the manager without "
-                             "best_metric.")
+                             f"{self.best_metric!r}: value}}, metrics=None (a checkpoint "
+                             "never ranked as best) or build the manager without best_metric.")
         return out
 
     def save(self, step, tree, *, metrics=None, metadata=None) -> None:
@@ -227,7 +227,9 @@ class CheckpointManager:
         Args:
           step: a non-negative int not saved before.
           tree: the pytree (see :func:`save_checkpoint` for the leaves it may hold).
-          metrics: optional dict of numbers (must hold ``best_metric`` when configured).
+          metrics: optional dict of numbers (a dict must hold ``best_metric`` when one is
+            configured; ``None`` saves a checkpoint that is kept only as one of the last
+            ``keep_last`` and never ranked best, e.g. a mid-epoch save).
           metadata: optional JSON-serializable data.
         Raises:
           FileExistsError: if ``step`` is saved or queued already.

@@ -39,6 +39,14 @@ from functrax.transforms import (  # noqa: F401
 )
 from functrax.dtypes import float0  # noqa: F401
 from functrax.transforms.pmap import pmap  # noqa: F401
+# meshes, shardings and shard_map (issue 18)
+from functrax.runtime.mesh import make_mesh, set_mesh  # noqa: F401
+from functrax.runtime.mesh_array import (  # noqa: F401
+    make_array_from_callback, make_array_from_process_local_data,
+    make_array_from_single_device_arrays, reshard,
+)
+from functrax.runtime.shardings import NamedSharding, P  # noqa: F401
+from functrax.transforms.shard_map_api import shard_map  # noqa: F401
 from functrax import control_flow as _control_flow  # noqa: F401
 # the public modules
 from functrax import lax, nn, numpy, optim, random, tree  # noqa: F401
@@ -49,7 +57,8 @@ from functrax import errors, typing  # noqa: F401
 from functrax import ad_checkpoint, custom_derivatives, extend, interpreters, stages  # noqa: F401
 from functrax import distributed  # noqa: F401  (initialize() under mpiexec; imports no mpi4py)
 # debugging: host callbacks, debug.print/callback/breakpoint, config context managers
-from functrax import debug, experimental  # noqa: F401
+from functrax import debug, experimental, sharding  # noqa: F401
+from functrax.experimental import shard_map as _experimental_shard_map  # noqa: F401
 from functrax.callbacks import pure_callback  # noqa: F401
 from functrax.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,

@@ -40,6 +40,8 @@ _COLLECTIVE = ("collective over a named axis: executed by the vmap rule / the pm
 EXEMPT.update({name: _COLLECTIVE for name in _COLLECTIVES})
 EXEMPT["xla_pmap"] = ("call-like primitive mapped over devices (one thread per device); "
                       "tested in tests/test_pmap.py")
+EXEMPT["shard_map"] = ("call-like primitive mapped over the devices of a mesh (one thread "
+                       "per device); tested in tests/test_shard_map.py")
 EXEMPT.update(dict.fromkeys(("debug_callback", "debug_print"), (
     "a host callback with no results (debug.callback / debug.print): what it prints and "
     "when is tested in tests/test_debugging.py")))
@@ -156,6 +158,7 @@ EXEMPT_TRITON = {
     **dict.fromkeys(("jit", "custom_jvp_call", "custom_vjp_call", "remat2"), _INLINED),
     "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
     "xla_pmap": "a call mapped over devices: the pmap runtime runs one program per device",
+    "shard_map": "a call mapped over a mesh: the pmap runtime runs one program per device",
     **dict.fromkeys(("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
                      "axis_index", "reduce_scatter"), _COLLECTIVE),
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "hessenberg",

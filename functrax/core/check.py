@@ -3,6 +3,8 @@ types equal to its primitive's abstract evaluation on its input types (up to wea
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import numpy as np
 
 from functrax.core.avals import typematch
@@ -14,6 +16,7 @@ from functrax.config import config
 from functrax.errors import JaxprTypeError
 
 # primitive -> fn(params) -> (axis_name, size) that the primitive binds for its sub-jaxprs
+# (or a list of such pairs: shard_map binds every manual mesh axis)
 axis_binding_rules: dict = {}
 
 
@@ -95,8 +98,11 @@ class _JaxprChecker:
         for v in eqn.invars:
             self.read(v, eqn)
         binder = axis_binding_rules.get(eqn.primitive)
-        name, size = binder(eqn.params) if binder else (None, 0)
-        with extend_axis_env(name, size):  # e.g. pmap binds its axis inside its sub-jaxpr
+        bound = binder(eqn.params) if binder else []
+        bound = bound if isinstance(bound, list) else [bound]  # shard_map: several axes
+        with ExitStack() as stack:  # e.g. pmap binds its axis inside its sub-jaxpr
+            for name, size in bound:
+                stack.enter_context(extend_axis_env(name, size))
             for sub in sub_jaxprs(eqn.params):
                 check_jaxpr(sub)
         try:

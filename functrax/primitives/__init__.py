@@ -24,6 +24,7 @@ from functrax.primitives.linalg_more import *  # noqa: F401,F403,E402
 from functrax.primitives.fft import *  # noqa: F401,F403,E402
 from functrax.primitives.control_flow import *  # noqa: F401,F403,E402
 from functrax.primitives.calls import *  # noqa: F401,F403,E402
+from functrax.primitives.shard_map import *  # noqa: F401,F403,E402
 from functrax.primitives.attention import *  # noqa: F401,F403,E402
 from functrax.primitives.callbacks import *  # noqa: F401,F403,E402
 from functrax.primitives.compositions import *  # noqa: F401,F403,E402

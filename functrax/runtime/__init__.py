@@ -6,7 +6,10 @@
   ``gpu_launch``: compiling and launching Triton kernels through cuda-core;
   ``gpu_registration``: registers those into the Triton backend (``lowering/triton/
   gpu_hooks.py``) when functrax is imported;
-- ``pmap_runtime``: replica threads and collectives; ``pmap_gpu``: pmap on GPUs;
+- ``mesh`` / ``shardings`` / ``mesh_array``: device meshes, ``PartitionSpec`` /
+  ``NamedSharding``, and arrays split into per-device blocks over a mesh (public home:
+  ``functrax.sharding``);
+- ``pmap_runtime``: replica threads and collectives (pmap's and shard_map's); ``pmap_gpu``: pmap on GPUs;
   ``nccl_communicator`` / ``mpi_communicator``: collectives through NCCL / MPI;
   ``distributed``: multi-process runs under MPI.
 """

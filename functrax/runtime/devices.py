@@ -32,7 +32,7 @@ from functrax import core, dtypes
 from functrax.config import config
 from functrax.core import Array, ShapedArray
 from functrax.core.device import Device
-from functrax.tree_util import tree_flatten, tree_unflatten
+from functrax.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["Device", "ShardedArray", "Shard", "devices", "local_devices", "device_count",
            "local_device_count", "process_index", "process_count", "process_indices",
@@ -220,20 +220,30 @@ def default_backend() -> str:
     return _default()
 
 
+# sharding type -> put(leaf, sharding): ``device_put(x, sharding)``; filled by
+# ``runtime/mesh_array.py`` (NamedSharding, SingleDeviceSharding)
+put_rules: dict = {}
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Place ``x`` (an array or a pytree of them) on ``device``.
 
-    On a GPU (``functrax.devices("gpu")[i]``) the result is a GPU-resident array
-    (``.device`` is the GPU; ``np.asarray`` copies it back); on a CPU device it is a host
-    ``Array``. ``device=None`` means the default device (``functrax.default_device``; else
-    the first GPU when one is present, else ``CpuDevice(id=0)``). ``src``, ``donate`` and
-    ``may_alias`` are accepted for JAX compatibility.
+    ``device`` may also be a sharding (``functrax.sharding.NamedSharding``: the result is
+    split into per-device blocks over its mesh). On a GPU (``functrax.devices("gpu")[i]``)
+    the result is a GPU-resident array (``.device`` is the GPU; ``np.asarray`` copies it
+    back); on a CPU device it is a host ``Array``. ``device=None`` means the default device
+    (``functrax.default_device``; else the first GPU when one is present, else
+    ``CpuDevice(id=0)``). ``src``, ``donate`` and ``may_alias`` are accepted for JAX
+    compatibility.
 
     >>> import functrax
     >>> device_put(np.float32(1.5), functrax.devices()[0]).device
     CpuDevice(id=0)
     """
     from functrax.runtime.gpu_devices import put_leaf
+    put = put_rules.get(type(device))
+    if put is not None:  # a Sharding (functrax.sharding): its module registered the rule
+        return tree_map(lambda leaf: put(leaf, device), x)
     if device is None:
         device = config.read("default_device")  # functrax.default_device(...)
         if device is None or isinstance(device, str):

@@ -17,7 +17,7 @@ from functrax.training import CheckpointManager, read_metrics
 
 pytest.importorskip("sklearn", reason="the digits dataset ships with scikit-learn")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples", "train_cnn.py")
 
 

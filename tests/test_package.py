@@ -98,3 +98,13 @@ def test_ci_runs_the_readme_test_command():
         f".ci/run does not run the README's test command {test_command!r}")
     assert "set -euo pipefail" in ci
     assert os.access(os.path.join(ROOT, ".ci", "run"), os.X_OK), ".ci/run is not executable"
+
+
+def test_readme_python_scripts_run(tmp_path, monkeypatch):
+    """Every ```python block of the README that is a script (not a doctest) runs as shown."""
+    blocks = re.findall(r"^```python\n(.*?)^```", _read("README.md"), re.MULTILINE | re.DOTALL)
+    scripts = [b for b in blocks if not b.lstrip().startswith(">>>")]
+    assert scripts, "the README has no script example"
+    monkeypatch.chdir(tmp_path)  # the examples may write files (checkpoints)
+    for code in scripts:
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})

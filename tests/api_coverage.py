@@ -23,10 +23,8 @@ NOT_PROVIDED: dict = {
                             "for it"),
     **dict.fromkeys(("jax.debug.inspect_array_sharding", "jax.debug.visualize_array_sharding",
                      "jax.debug.visualize_sharding"), "sharding: a later issue"),
-    # (Mesh / NamedSharding / PartitionSpec, shard_map and make_array_* landed with issue 18's
-    # foundation; sharding constraints inside jit come later)
-    "jax.lax.with_sharding_constraint": ("sharding: issue 18 (constraints on the layout of "
-                                         "values inside jit; not implemented yet)"),
+    # (Mesh / NamedSharding / PartitionSpec, shard_map, make_array_*, jit's in/out_shardings
+    # and lax.with_sharding_constraint landed with issue 18)
 }
 
 

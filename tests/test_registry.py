@@ -45,6 +45,10 @@ EXEMPT["shard_map"] = ("call-like primitive mapped over the devices of a mesh (o
 EXEMPT.update(dict.fromkeys(("debug_callback", "debug_print"), (
     "a host callback with no results (debug.callback / debug.print): what it prints and "
     "when is tested in tests/test_debugging.py")))
+EXEMPT["sharding_constraint"] = ("the identity laying a value out over a mesh "
+                                 "(lax.with_sharding_constraint): its placement needs several "
+                                 "devices; tested on 8 virtual CPU devices in "
+                                 "tests/test_jit_shardings.py")
 EXEMPT["fused_attention"] = ("lowering-internal: made by the attention pass "
                              "(functrax/passes/attention.py) after every transformation ran, "
                              "never bound by user code; tested in "

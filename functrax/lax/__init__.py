@@ -30,6 +30,7 @@ from functrax.primitives.elementwise_extra import (
     RoundingMethod, clz, complex, mulhi, reciprocal, reduce_precision,
 )
 from functrax.primitives.barrier import optimization_barrier
+from functrax.lax.sharding_constraint import with_sharding_constraint
 from functrax.primitives.rng_bit_generator import RandomAlgorithm, rng_bit_generator
 from functrax.primitives.reductions import (
     argmax, argmin, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce_and, reduce_max,

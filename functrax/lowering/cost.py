@@ -165,6 +165,7 @@ cost_rules.update({
     P.cumlogsumexp_p: _cumlogsumexp_cost, P.sort_p: _sort_cost, P.top_k_p: _sort_cost,
     # identities and data movement: no arithmetic
     P.copy_p: _free, P.stop_gradient_p: _free, P.name_p: _free, P.axis_index_p: _free,
+    P.sharding_constraint_p: _free,
     P.all_gather_p: _free,
     P.ppermute_p: _free, P.all_to_all_p: _free,
     P.attention_p: _attention_cost, P.fft_p: _fft_cost,

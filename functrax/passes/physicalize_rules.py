@@ -147,6 +147,7 @@ physical_rules.update({
     P.transpose_p: _transpose, P.slice_p: _slice, P.dynamic_slice_p: _dynamic_slice,
     P.dynamic_update_slice_p: _dynamic_update_slice, P.gather_p: _gather,
     P.scatter_p: _scatter, P.select_n_p: _select_n,
-    **dict.fromkeys((P.squeeze_p, P.expand_dims_p, P.rev_p, P.concatenate_p, P.copy_p),
+    **dict.fromkeys((P.squeeze_p, P.expand_dims_p, P.rev_p, P.concatenate_p, P.copy_p,
+                     P.sharding_constraint_p),  # a spec leaves the key data's dims unsplit
                     _same_params),
 })

@@ -30,5 +30,6 @@ from functrax.primitives.callbacks import *  # noqa: F401,F403,E402
 from functrax.primitives.compositions import *  # noqa: F401,F403,E402
 from functrax.primitives.barrier import *  # noqa: F401,F403,E402
 from functrax.primitives.names import *  # noqa: F401,F403,E402
+from functrax.primitives.sharding_constraint import *  # noqa: F401,F403,E402
 from functrax.primitives.rng_bit_generator import *  # noqa: F401,F403,E402
 from functrax.primitives.special import *  # noqa: F401,F403,E402

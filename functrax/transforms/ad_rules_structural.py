@@ -270,3 +270,10 @@ def _barrier_transpose(cts, *args):
 
 deflinear(P.optimization_barrier_p)
 deflinear_transpose(P.optimization_barrier_p, _barrier_transpose)
+
+
+# --- sharding_constraint: linear (the identity); tangents and cotangents keep the layout ---
+
+deflinear(P.sharding_constraint_p)
+deflinear_transpose(P.sharding_constraint_p,
+                    lambda ct, x, **params: [P.sharding_constraint_p.bind(ct, **params)])

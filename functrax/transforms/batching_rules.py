@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from functrax import core
 from functrax import primitives as P
+from functrax.primitives.sharding_constraint import DimSet
+from functrax.runtime.shardings import NamedSharding, PartitionSpec
 from functrax.transforms.batching import (
     bdim_at_front, broadcast_batch, moveaxis, vmap_rules,
 )
@@ -151,6 +153,24 @@ def _top_k_rule(axis, vals, dims, *, k):
 vmap_rules[P.top_k_p] = _top_k_rule
 vmap_rules[P.optimization_barrier_p] = lambda axis, vals, dims: (
     P.optimization_barrier_p.bind(*vals), list(dims))
+
+
+def _sharding_constraint_rule(axis, vals, dims, *, sharding, layout, unconstrained_dims):
+    """The batch dimension is not split: ``None`` enters the spec at its position."""
+    x, d = vals[0], dims[0]
+    if d is None:
+        return P.sharding_constraint_p.bind(x, sharding=sharding, layout=layout,
+                                            unconstrained_dims=unconstrained_dims), None
+    if isinstance(sharding, NamedSharding):
+        entries = list(sharding.spec) + [None] * (d - len(sharding.spec))
+        entries.insert(d, None)
+        sharding = NamedSharding(sharding.mesh, PartitionSpec(*entries))
+    dims_ = DimSet(u + (u >= d) for u in unconstrained_dims)
+    return P.sharding_constraint_p.bind(x, sharding=sharding, layout=layout,
+                                        unconstrained_dims=dims_), d
+
+
+vmap_rules[P.sharding_constraint_p] = _sharding_constraint_rule
 
 # --- shape ---
 

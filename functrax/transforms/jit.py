@@ -18,12 +18,14 @@ import numpy as np
 from functrax import core, dtypes
 from functrax.config import config
 from functrax.primitives.calls import jit_p
+from functrax.primitives.sharding_constraint import sharding_constraint_p
 from functrax.core import Array, ClosedJaxpr, ShapedArray
 from functrax.runtime.gpu_devices import GpuArray, wrap_buffer
 from functrax.lowering import backends
 from functrax.passes.pipeline import optimize
 from functrax.transforms.cache_misses import explain_cache_miss
 from functrax.transforms.call_util import clear_trace_cache
+from functrax.transforms.jit_shardings import UNSPECIFIED, JitShardings
 from functrax.core.tracing import ShapeDtypeStruct, fun_name, fun_source, trace_to_jaxpr, DebugInfo
 from functrax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -58,7 +60,7 @@ class _Entry:
     """One cache entry: the traced jaxpr and, once compiled, its executable."""
 
     __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
-                 "trace_time", "optimized", "backend", "call_jaxpr", "gpu_exe")
+                 "trace_time", "optimized", "backend", "call_jaxpr", "gpu_exe", "constrained")
 
     def __init__(self, closed, out_tree, key, trace_time, backend=None):
         self.closed = closed
@@ -74,6 +76,10 @@ class _Entry:
         # what jit_p binds (consts as leading operands); one object per entry, so rules that
         # cache per jaxpr (the numpy rule's executable, ...) hit their caches
         self.call_jaxpr = _closure_free(closed)
+        # an output made by with_sharding_constraint comes back laid out so (jit_shardings)
+        outs = {id(v) for v in closed.jaxpr.outvars}
+        self.constrained = any(e.primitive is sharding_constraint_p and id(e.outvars[0]) in outs
+                               for e in closed.jaxpr.eqns)
 
     def executable(self, donated=(), backend=None):
         """The compiled program; ``backend="triton"`` on an entry of another backend (called
@@ -178,7 +184,8 @@ class JitFunction:
     """A jit-compiled function (see :func:`jit`)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=(), backend=None, device=None):
+                 donate_argnames=(), backend=None, device=None, in_shardings=UNSPECIFIED,
+                 out_shardings=UNSPECIFIED):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self._name = fun_name(fun)
@@ -192,7 +199,12 @@ class JitFunction:
                          backend, device)
         self._ctx = None
         self._sync_context()
-        self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums)
+        self._shardings = None  # in_shardings / out_shardings (jit_shardings.py), if given
+        self._propagated = None  # the layout of constrained outputs, when none is given
+        if in_shardings is not UNSPECIFIED or out_shardings is not UNSPECIFIED:
+            self._shardings = JitShardings(self._name, in_shardings, out_shardings)
+        self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums
+                             or self._shardings)
         self.warn_recompiles = True  # False for the library's own jitted helpers
 
     def _sync_context(self):
@@ -350,11 +362,11 @@ class JitFunction:
             return self.fun(*args, **kwargs)
         entry, leaves = self._entry(args, kwargs)
         if type(core.current_trace()) is core.EvalTrace and not entry.consts_are_tracers:
-            outs = self._run(entry, leaves)
+            outs = self._call_entry(entry, leaves)
             if core.special_checks_enabled():
                 _check_outputs(self._name, entry, leaves, outs)
             if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
-                    not getattr(entry.exe, "device_outputs", False):
+                    not getattr(entry.exe, "device_outputs", False) and not entry.constrained:
                 single = entry.out_tree.num_leaves == 1 and entry.out_tree == _LEAF
                 self._fast[tuple(a.aval for a in args)] = (
                     entry.exe, entry.out_avals, None if single else entry.out_tree)
@@ -362,7 +374,42 @@ class JitFunction:
             backend = {"backend": entry.backend} if entry.backend else {}  # none: JAX's params
             outs = jit_p.bind(*entry.closed.consts, *leaves, jaxpr=entry.call_jaxpr,
                               name=self._name, **backend)
+            if self._shardings is not None:
+                outs = self._shardings.constrain_traced(outs, self._resolve_shardings(entry)[1])
         return tree_unflatten(entry.out_tree, outs)
+
+    # --- shardings ---
+
+    def _sharding_rules(self, entry):
+        """The in/out shardings given, or (when none was) the layout of outputs made by
+        ``with_sharding_constraint``; None when neither applies."""
+        if self._shardings is not None or not entry.constrained:
+            return self._shardings
+        if self._propagated is None:
+            self._propagated = JitShardings(self._name, UNSPECIFIED, UNSPECIFIED)
+        return self._propagated
+
+    def _resolve_shardings(self, entry):
+        """(per argument leaf, per output leaf) shardings or None, checked."""
+        in_tree, _, statics = entry.key
+        n_dyn = len(tree_unflatten(in_tree, [0] * in_tree.num_leaves)[0])
+        static_pos = {k for k, _ in statics if isinstance(k, int)}
+        names = [self._arg_name(i) for i in range(n_dyn + len(static_pos))
+                 if i not in static_pos]
+        return self._sharding_rules(entry).resolve(entry, names)
+
+    def _call_entry(self, entry, leaves):
+        """Run ``entry`` eagerly: arguments checked / placed by in_shardings, outputs laid
+        out by out_shardings."""
+        rules = self._sharding_rules(entry)
+        if rules is None:
+            return self._run(entry, leaves)
+        ins, outs = self._resolve_shardings(entry)
+        info = entry.closed.jaxpr.debug_info
+        names = list(info.arg_names) if info is not None else []
+        names += [f"args[{i}]" for i in range(len(names), len(leaves))]
+        leaves = rules.place_inputs(leaves, ins, names)
+        return rules.place_outputs(self._run(entry, leaves), outs)
 
     def _run(self, entry, leaves):
         on_gpu = any(type(x) is GpuArray for x in leaves)
@@ -620,7 +667,28 @@ class Compiled:
                             f"pytree it was called with: compiled for {ref_tree}, called with "
                             f"{in_tree}. Pass the same (non-static) arguments as to lower().")
         self._check_avals(ref_avals, leaves)
-        return tree_unflatten(self._entry.out_tree, self._jitted._run(self._entry, leaves))
+        return tree_unflatten(self._entry.out_tree, self._jitted._call_entry(self._entry, leaves))
+
+    @property
+    def input_shardings(self):
+        """The sharding of each argument, as ``(args, kwargs)`` (JAX's): the in_shardings
+        given, else the device that runs the program."""
+        args, kwargs = tree_unflatten(self._entry.key[0],
+                                      JitShardings.reported(self._shardings_()[0]))
+        return tuple(args), kwargs
+
+    @property
+    def output_shardings(self):
+        """The sharding of each output (a pytree like the output): the out_shardings given
+        (or a ``with_sharding_constraint`` producing it), else the device that runs it."""
+        return tree_unflatten(self._entry.out_tree,
+                              JitShardings.reported(self._shardings_()[1]))
+
+    def _shardings_(self):
+        j, e = self._jitted, self._entry
+        if j._sharding_rules(e) is None:
+            return [None] * len(e.key[1]), [None] * len(e.out_avals)
+        return j._resolve_shardings(e)
 
     def _check_avals(self, ref_avals, leaves):
         j = self._jitted
@@ -645,12 +713,20 @@ def _long(aval):
     return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=(), backend=None, device=None):
+def jit(fun=None, *, in_shardings=UNSPECIFIED, out_shardings=UNSPECIFIED, static_argnums=(),
+        static_argnames=(), donate_argnums=(), donate_argnames=(), backend=None, device=None):
     """Compile ``fun``: trace it once per argument signature, optimize, cache, execute fast.
 
     Args:
       fun: the function (or use ``@jit`` / ``@partial(jit, static_argnums=...)``).
+      in_shardings / out_shardings: how the (non-static, positional) arguments / the
+        outputs are laid out over devices: a pytree prefix of the arguments tuple / of the
+        output whose leaves are Shardings (``NamedSharding(mesh, P(...))``), PartitionSpecs
+        (over the mesh in scope) or None (unconstrained); one Sharding covers everything.
+        An uncommitted argument is placed (``device_put``); a committed one
+        (a ``MeshShardedArray``) must already have its sharding (else ValueError: it is
+        never resharded silently). Outputs come back as ``MeshShardedArray`` with their
+        out_sharding. The program itself runs on the global arrays.
       static_argnums / static_argnames: arguments that are hashable Python values; each
         new value compiles again. Given one, the other is inferred from the signature.
       donate_argnums / donate_argnames: arguments whose buffers the call may reuse; they
@@ -667,7 +743,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     Array([0., 0.], dtype=float32)
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, backend=backend, device=device)
     if backend in ("gpu", "cuda") or (backend is None and getattr(device, "platform", "") == "gpu"):
@@ -680,7 +757,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         raise TypeError(f"jit: expected a function as its first argument, got {fun!r} of type "
                         f"{type(fun).__name__}")
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       backend, device)
+                       backend, device, in_shardings, out_shardings)
 
 
 def library_jit(fun, **options) -> JitFunction:

@@ -274,6 +274,7 @@ deftemplate(P.not_p, "!{0}", B)
 deftemplate(P.copy_p, "{0}")
 deftemplate(P.stop_gradient_p, "{0}")
 deftemplate(P.name_p, "{0}")  # checkpoint_name: an identity
+deftemplate(P.sharding_constraint_p, "{0}")  # with_sharding_constraint: an identity
 deftemplate(P.real_p, "{0}", F)
 deftemplate(P.population_count_p, "__builtin_popcountll(({UT}){0})", SI, U)
 deftemplate(P.clz_p, "({0} == 0 ? {bits} : __builtin_clzll(({UT}){0}) - (64 - {bits}))", SI, U)

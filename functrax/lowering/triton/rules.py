@@ -456,6 +456,7 @@ deftemplate(P.not_p, "{0} == 0", B)
 deftemplate(P.copy_p, "{0}")
 deftemplate(P.stop_gradient_p, "{0}")
 deftemplate(P.name_p, "{0}")
+deftemplate(P.sharding_constraint_p, "{0}")
 deftemplate(P.integer_pow_p, _integer_pow)
 
 # --- binary ---

@@ -6,6 +6,14 @@ Flags: ``--steps``, ``--seed``, ``--lr``, ``--batch-size`` (the global batch, sp
 "data"). If no device count is configured, the script asks for 8 virtual CPU devices
 (``FUNCTRAX_NUM_CPU_DEVICES=8``) before functrax is imported.
 
+On several processes, ``mpiexec -n 2 python examples/shard_map_tensor_parallel.py`` (4
+virtual devices each): ``functrax.distributed.initialize()``, then the same 2x4 mesh over
+the devices of both processes (process r owns the row "data" = r), each process running its
+own devices' blocks, the collectives over "data" going through MPI. Process 0 prints the
+loss table; every process prints ``[rank r]`` lines: its comparison with single-device
+training, a checksum of its final parameters, and whether they are identical on every
+process (``functrax.experimental.multihost_utils.process_allgather``).
+
 The model is a 2-layer MLP ``16 -> 64 -> 8`` (tanh hidden layer, mean squared error) on a
 synthetic regression problem drawn with ``functrax.random``:
 
@@ -32,9 +40,12 @@ replicated copy.
 """
 import os
 
-os.environ.setdefault("FUNCTRAX_NUM_CPU_DEVICES", "8")  # before functrax is imported
+# before functrax is imported: 8 devices in all (split over the processes of an MPI run)
+os.environ.setdefault("FUNCTRAX_NUM_CPU_DEVICES", str(max(1, 8 // int(
+    os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))))))
 
 import argparse
+import hashlib
 import sys
 import time
 
@@ -43,6 +54,7 @@ import numpy as np
 import functrax
 import functrax.numpy as fnp
 from functrax import lax, optim, random
+from functrax.experimental.multihost_utils import process_allgather
 from functrax.sharding import NamedSharding, PartitionSpec as P
 
 D_IN, D_HIDDEN, D_OUT = 16, 64, 8
@@ -119,7 +131,7 @@ def make_steps(mesh, opt):
 
 def per_device_bytes(mesh, params):
     """``{device: bytes of its blocks}`` of ``params`` placed with their PARAM_SPECS."""
-    per = {d: 0 for d in mesh.devices.flat}
+    per = {d: 0 for d in mesh.local_devices}  # (this process's devices)
     for name, p in params.items():
         placed = functrax.device_put(p, NamedSharding(mesh, PARAM_SPECS[name]))
         for shard in placed.addressable_shards:
@@ -127,9 +139,32 @@ def per_device_bytes(mesh, params):
     return per
 
 
+def checksum(tree) -> str:
+    """sha256 of the bytes of every leaf of ``tree``."""
+    h = hashlib.sha256()
+    for leaf in functrax.tree_util.tree_leaves(tree):
+        h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def same_on_every_process(tree) -> bool:
+    """Is ``tree`` identical in every process? (Each leaf all-gathered over the processes.)"""
+    every = process_allgather(tree)
+    return all((np.asarray(g) == np.asarray(g)[0]).all()
+               for g in functrax.tree_util.tree_leaves(every))
+
+
 def main(argv=None):
     args = parse_args(argv)
     t0 = time.perf_counter()
+    if functrax.distributed.launched_by_mpiexec():
+        functrax.distributed.initialize()
+    rank, n_proc = functrax.process_index(), functrax.process_count()
+    tag = f"[rank {rank}] " if n_proc > 1 else ""
+
+    def say(*a):  # the table: process 0 only
+        if rank == 0:
+            print(*a, flush=True)
     n_dev = int(np.prod(MESH_SHAPE))
     if functrax.device_count() < n_dev:
         print(f"needs {n_dev} devices, found {functrax.device_count()} (set "
@@ -146,23 +181,24 @@ def main(argv=None):
     opt = optim.adam(args.lr)
     tp_step, single_step = make_steps(mesh, opt)
 
-    print(f"tensor + data parallel MLP {D_IN}->{D_HIDDEN}->{D_OUT} on a mesh "
-          f"{dict(mesh.shape)} of {n_dev} devices; global batch {args.batch_size} = "
-          f"{MESH_SHAPE[0]} x {args.batch_size // MESH_SHAPE[0]}")
+    where = f" in {n_proc} processes (MPI)" if n_proc > 1 else ""
+    say(f"tensor + data parallel MLP {D_IN}->{D_HIDDEN}->{D_OUT} on a mesh "
+        f"{dict(mesh.shape)} of {n_dev} devices{where}; global batch {args.batch_size} = "
+        f"{MESH_SHAPE[0]} x {args.batch_size // MESH_SHAPE[0]}")
     # the tensor-parallel copy starts placed as its specs say (each device its blocks)
     tp_params = {k: functrax.device_put(v, NamedSharding(mesh, PARAM_SPECS[k]))
                  for k, v in params.items()}
     tp_state = opt.init(tp_params)
     s_params, s_state = params, opt.init(params)
     tp_losses, s_losses = [], []
-    print(f"{'step':>5}  {'shard_map loss':>14}  {'single-device loss':>18}")
+    say(f"{'step':>5}  {'shard_map loss':>14}  {'single-device loss':>18}")
     for step in range(args.steps):
         x, y = make_data(random.fold_in(k_data, step), args.batch_size, teacher)
         tp_params, tp_state, tp_loss = tp_step(tp_params, tp_state, x, y)
         s_params, s_state, s_loss = single_step(s_params, s_state, x, y)
         tp_losses.append(float(tp_loss))
         s_losses.append(float(s_loss))
-        print(f"{step + 1:>5}  {tp_losses[-1]:>14.6f}  {s_losses[-1]:>18.6f}")
+        say(f"{step + 1:>5}  {tp_losses[-1]:>14.6f}  {s_losses[-1]:>18.6f}")
 
     loss_diff = float(np.max(np.abs(np.array(tp_losses) - np.array(s_losses))))
     param_diff, close = 0.0, True
@@ -175,24 +211,29 @@ def main(argv=None):
     for a, b in zip(functrax.tree_util.tree_leaves(tp_state),
                     functrax.tree_util.tree_leaves(s_state)):
         close = close and np.allclose(np.asarray(a), np.asarray(b), rtol=RTOL, atol=ATOL)
-    print(f"max |shard_map loss - single-device loss| = {loss_diff:.3g}")
-    print(f"max |shard_map params - single-device params| = {param_diff:.3g} "
+    print(f"{tag}max |shard_map loss - single-device loss| = {loss_diff:.3g}")
+    print(f"{tag}max |shard_map params - single-device params| = {param_diff:.3g} "
           f"(allclose rtol={RTOL:g} atol={ATOL:g}, Adam mu/nu too: "
           f"{'yes' if close else 'NO'})")
 
     replicated = sum(np.asarray(p).nbytes for p in params.values())
     per = per_device_bytes(mesh, params)
     sizes = sorted(set(per.values()))
-    print(f"parameter bytes per device: {max(sizes)} sharded vs {replicated} replicated "
-          f"(ratio {max(sizes) / replicated:.4f}; every device "
-          f"{'holds the same' if len(sizes) == 1 else 'does NOT hold the same'} amount)")
+    say(f"parameter bytes per device: {max(sizes)} sharded vs {replicated} replicated "
+        f"(ratio {max(sizes) / replicated:.4f}; every device "
+        f"{'holds the same' if len(sizes) == 1 else 'does NOT hold the same'} amount)")
     for name, p in params.items():
         blk = functrax.device_put(p, NamedSharding(mesh, PARAM_SPECS[name])) \
             .addressable_shards[0].data
-        print(f"  {name}: global {tuple(p.shape)} {PARAM_SPECS[name]} -> per-device block "
-              f"{tuple(blk.shape)}")
+        say(f"  {name}: global {tuple(p.shape)} {PARAM_SPECS[name]} -> per-device block "
+            f"{tuple(blk.shape)}")
     ok = close and loss_diff <= 1e-5 * max(1.0, max(s_losses)) and s_losses[-1] < s_losses[0]
-    print(("OK: tensor-parallel training matches single-device training" if ok else
+    if n_proc > 1:
+        same = same_on_every_process((tp_params, tp_state))
+        print(f"{tag}params checksum: {checksum(tp_params)}")
+        print(f"{tag}parameters identical on every process: {'yes' if same else 'NO'}")
+        ok = ok and same
+    print(tag + ("OK: tensor-parallel training matches single-device training" if ok else
            "MISMATCH: tensor-parallel training differs from single-device training") +
           f" ({time.perf_counter() - t0:.1f} s)")
     return 0 if ok else 1

@@ -14,9 +14,39 @@ from __future__ import annotations
 
 import math
 
-from functrax.primitives.define import Family, new_primitive
+from functrax import core
+from functrax.primitives.define import Family, Primitive, primitive_registry
 
-shard_map_p = new_primitive("shard_map", multiple_results=True, family=Family.CALL)
+# the eager rule of shard_map on the ORIGINAL arguments (filled by
+# functrax/transforms/shard_map.py): fn(*arrays, **params) -> outputs, or NotImplemented to
+# evaluate as any primitive (numpy values). Eager evaluation converts every operand to one
+# numpy array; shard_map instead feeds a mesh-sharded operand's blocks to its devices as
+# they are (no gather, no re-split) and returns arrays holding its devices' blocks, which a
+# mesh spanning processes needs (a process holds its own devices' blocks only).
+eager_array_rules: dict = {}
+
+
+class _ShardMapPrimitive(Primitive):
+    """``Primitive`` whose eager evaluation goes through :data:`eager_array_rules`.
+
+    (The EvalTrace of ``functrax.core`` has no hook for a rule that takes the arrays rather
+    than their numpy values; this is that hook, for shard_map only.)
+    """
+
+    __slots__ = ()
+
+    def bind(self, *args, **params):
+        rule = eager_array_rules.get(self)
+        if rule is not None and type(core.current_trace()) is core.EvalTrace and \
+                not any(isinstance(a, core.Tracer) for a in args):
+            out = rule(*args, **params)
+            if out is not NotImplemented:
+                return out
+        return super().bind(*args, **params)
+
+
+shard_map_p = primitive_registry["shard_map"] = _ShardMapPrimitive(
+    "shard_map", multiple_results=True, family=Family.CALL)
 
 
 def entry_names(entry) -> tuple:
@@ -63,4 +93,5 @@ def _shard_map_abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma
     return [global_aval(a, spec, shape) for a, spec in zip(jaxpr.out_avals, out_specs)]
 
 
-__all__ = ["shard_map_p", "entry_names", "spec_factors", "global_aval", "block_aval"]
+__all__ = ["shard_map_p", "eager_array_rules", "entry_names", "spec_factors", "global_aval",
+           "block_aval"]

@@ -7,7 +7,12 @@ process-major), ``local_devices()`` this process's, ``process_index()`` is the M
 and ``process_count()`` the number of ranks. A top-level ``pmap`` then maps a global axis:
 each process passes its local shard (leading axis ``local_device_count()``), and the
 collectives (``psum``, ``all_gather``, ``ppermute``, ``all_to_all``, ...) span every
-device of every process through MPI (``functrax/runtime/mpi_communicator.py``).
+device of every process through MPI (``functrax/runtime/mpi_communicator.py``). Likewise
+``make_mesh`` builds a mesh over every process's devices (each process owning a contiguous
+block along the leading axes) and ``shard_map`` on it runs, in each process, the blocks of its
+own devices, with collectives over any mesh axes (``MeshMPICommunicator``); arrays over such
+a mesh hold this process's blocks (``make_array_from_process_local_data``), and
+``functrax.experimental.multihost_utils.process_allgather`` gathers them.
 
 Needs the optional extra ``functrax[mpi]`` (``mpi4py`` and the ``mpich`` wheel, whose
 ``mpiexec`` lands in the Python environment's ``bin/``)::
@@ -115,7 +120,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
             "the program (or clear_backends() from functrax.runtime.devices before calling it).")
     count = _devices_mod.configured_count()
     MPI = _import_mpi()
-    from functrax.runtime.mpi_communicator import MPICommunicator  # (needs mpi4py)
+    from functrax.runtime.mpi_communicator import communicator_for  # (needs mpi4py)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
     if num_processes is not None and num_processes != size:
@@ -138,7 +143,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
         st.prev_hook = sys.excepthook
         sys.excepthook = _abort_hook(st)
     _devices_mod.set_process_layout((rank, st.counts))
-    pmap_runtime.register_process_communicator(lambda axis: MPICommunicator(comm, axis.owners))
+    pmap_runtime.register_process_communicator(lambda layout: communicator_for(comm, layout))
     _state = st
 
 

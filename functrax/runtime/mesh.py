@@ -100,7 +100,14 @@ class Mesh:
     size = property(lambda self: int(self.devices.size) if self.axis_names else 0)
     empty = property(lambda self: not self.axis_names)
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
-    local_devices = property(lambda self: list(self.devices.flat))
+
+    @property
+    def local_devices(self) -> list:
+        """The devices of this process (all of them in a single-process run)."""
+        from functrax.runtime.devices import process_index
+        me = process_index()
+        return [d for d in self.devices.flat if d.process_index == me]
+
     local_mesh = property(lambda self: self)
     is_multi_process = property(
         lambda self: len({d.process_index for d in self.devices.flat}) > 1)

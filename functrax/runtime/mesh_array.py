@@ -7,6 +7,13 @@ data lives as one numpy block per mesh device (replicas share one buffer: arrays
 immutable); ``np.asarray`` and every functrax operation gather the blocks. Its
 ``addressable_shards`` list, per device, the block's ``index`` into the global array and its
 ``replica_id`` (the position among the devices holding the same block).
+
+In a multi-process run (``functrax.distributed.initialize()``) a mesh may span processes:
+each process then holds the blocks of its own devices only (the others are ``None``). Such
+an array is not *fully addressable*: ``np.asarray`` (and ``float``, ``repr`` of its
+values...) raises unless it is fully replicated; ``functrax.experimental.multihost_utils.
+process_allgather`` gathers it (a collective), and ``jit`` reads its global value the same
+way (every process runs the same program, so they all gather at the same point).
 """
 from __future__ import annotations
 
@@ -14,7 +21,9 @@ import numpy as np
 
 from functrax import core, dtypes
 from functrax.core import Array, ShapedArray
-from functrax.runtime.devices import Shard, device_put, process_count, put_rules
+from functrax.runtime.devices import Shard, device_put, process_count, process_index, put_rules
+from functrax.runtime.pmap_runtime import allgather_processes
+from functrax.primitives.shard_map import entry_names
 from functrax.runtime.mesh import Mesh
 from functrax.runtime.shardings import (
     NamedSharding, Sharding, SingleDeviceSharding, block_index, mesh_coords, replica_id,
@@ -56,28 +65,76 @@ class MeshShardedArray(Array):
 
     @property
     def _value(self):
+        """The global value: from this process's blocks when they cover the array, else
+        gathered from every process (a collective: under ``jit``, every process reads its
+        arguments in the same order)."""
         g = self._gathered
         if g is None:
             if self._blocks is None:
                 raise RuntimeError(f"Array has been deleted with shape="
                                    f"{self.aval.str_short()}.")
-            g = np.empty(self.aval.shape, core.physical_aval(self.aval).dtype)
-            for shard in self._raw_shards():
-                if shard[3] == 0:
-                    g[shard[1]] = shard[2]
+            g = self._local_value()
+            if g is None:
+                g = self._gather_processes()
             if g.dtype != self.aval.dtype and not dtypes.is_extended(self.aval.dtype):
                 g = g.astype(self.aval.dtype)
             self._gathered = g
         return g
 
+    def _local_value(self):
+        """The global value from this process's blocks; None if they do not cover it."""
+        g = np.empty(self.aval.shape, core.physical_aval(self.aval).dtype)
+        need, have = set(), set()
+        for _, idx, block, _ in self._raw_shards():
+            key = tuple((s.start, s.stop) for s in idx)
+            need.add(key)
+            if block is not None and key not in have:
+                g[idx] = block
+                have.add(key)
+        return g if have == need else None
+
+    def _gather_processes(self):
+        """The global value from every process's blocks (MPI all-gather)."""
+        local = [(idx, b) for _, idx, b, _ in self._raw_shards() if b is not None]
+        every = allgather_processes(np.stack([b for _, b in local]))
+        g = np.empty(self.aval.shape, every.dtype)
+        devs = [dev for dev, _ in mesh_coords(self._named.mesh)]
+        idxs = [idx for _, idx, _, _ in self._raw_shards()]
+        for q in range(every.shape[0]):
+            mine = [i for i, d in zip(idxs, devs) if d.process_index == q]
+            if len(mine) != every.shape[1]:
+                raise NotImplementedError(
+                    f"gathering an array of shape {self.aval.shape} sharded {self._sharding} "
+                    "over processes holding different numbers of its devices")
+            for idx, block in zip(mine, every[q]):
+                g[idx] = block
+        return g
+
+    def _scalar_value(self):
+        if not self.is_fully_addressable and not self._sharding.is_fully_replicated:
+            raise RuntimeError(_not_addressable_msg(self))
+        return super()._scalar_value()
+
+    def __repr__(self):
+        if not self.is_fully_addressable and not self._sharding.is_fully_replicated:
+            return (f"Array(shape={self.aval.shape}, dtype={self.aval.dtype.name}, "
+                    f"sharding={self._sharding!r}, not fully addressable)")
+        return super().__repr__()
+
+    def __str__(self):
+        if not self.is_fully_addressable and not self._sharding.is_fully_replicated:
+            return repr(self)
+        return super().__str__()
+
     size = property(lambda self: self.aval.size)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
     sharding = property(lambda self: self._sharding)
     is_fully_replicated = property(lambda self: self._sharding.is_fully_replicated)
-    is_fully_addressable = property(lambda self: True)
+    is_fully_addressable = property(lambda self: self._named.is_fully_addressable)
 
     def _raw_shards(self):
-        """``(device, index, block, replica_id)`` per device, row-major over the mesh."""
+        """``(device, index, block, replica_id)`` per device, row-major over the mesh (the
+        block is None for another process's device)."""
         mesh = self._named.mesh
         for (dev, coords), block in zip(mesh_coords(mesh), self._blocks):
             yield (dev, block_index(coords, self._dims, self.aval.shape, mesh.shape), block,
@@ -89,7 +146,7 @@ class MeshShardedArray(Array):
         if self._blocks is None:
             raise RuntimeError("Array has been deleted.")
         return [Shard(d, idx, Array._make(b, self.aval.update(shape=b.shape)), rid)
-                for d, idx, b, rid in self._raw_shards()]
+                for d, idx, b, rid in self._raw_shards() if b is not None]
 
     global_shards = addressable_shards
 
@@ -106,7 +163,8 @@ class MeshShardedArray(Array):
         return set(self._named.mesh.devices.flat)
 
     def shard_values(self) -> list:
-        """The per-device numpy blocks (read-only use), row-major over the mesh."""
+        """The per-device numpy blocks (read-only use), row-major over the mesh (None for
+        another process's device)."""
         return list(self._blocks)
 
     def delete(self):
@@ -118,6 +176,21 @@ class MeshShardedArray(Array):
 
     def __reduce__(self):
         return (Array, (self._value, None, self.aval.weak_type))
+
+
+def _not_addressable_msg(x) -> str:
+    n = sum(b is not None for b in x._blocks or ())
+    return (f"Fetching the value of an array of shape {x.aval.shape} and dtype "
+            f"{x.aval.dtype.name} with sharding {x._sharding!r} is not possible: it spans "
+            f"the devices of several processes and this process (process_index "
+            f"{process_index()}) holds {n} of its {x._named.mesh.size} blocks (it is not "
+            "fully addressable). Use functrax.experimental.multihost_utils.process_allgather("
+            "x) to gather the global value on every process (every process must call it), "
+            "or x.addressable_shards to read this process's blocks.")
+
+
+def _local(dev) -> bool:
+    return dev.process_index == process_index()
 
 
 def _host(x, fn):
@@ -140,17 +213,25 @@ def put_sharded(x, sharding: NamedSharding, fn: str = "device_put"):
         shape = core.get_aval(x).shape
         spec_dims(fn, f"the array of shape {shape}", sharding.spec, shape, mesh)
         return x
+    if isinstance(x, MeshShardedArray) and x.sharding == sharding:
+        return x  # already laid out so: its blocks as they are
     v, aval = _host(x, fn)
     dims = spec_dims(fn, f"the array of shape {aval.shape}", sharding.spec, aval.shape, mesh)
     blocks = {}
     out = []
-    for _, coords in mesh_coords(mesh):
+    for dev, coords in mesh_coords(mesh):
+        if not _local(dev):  # another process's device (every process passes the value)
+            out.append(None)
+            continue
         idx = block_index(coords, dims, aval.shape, mesh.shape)
         key = tuple((s.start, s.stop) for s in idx)
         if key not in blocks:  # replicas share the block
             blocks[key] = np.array(v[idx + (Ellipsis,)])  # a copy (0-d stays 0-d)
         out.append(blocks[key])
-    return MeshShardedArray._make(out, sharding, aval.update(weak_type=aval.weak_type))
+    a = MeshShardedArray._make(out, sharding, aval.update(weak_type=aval.weak_type))
+    if not a.is_fully_addressable and v.dtype == aval.dtype:
+        a._gathered = np.array(v)  # the global value is known here: jit reads it locally
+    return a
 
 
 put_rules[NamedSharding] = lambda x, s: put_sharded(x, s)
@@ -176,7 +257,8 @@ def _assemble(fn, shape, sharding, pieces):
         return _put_single(pieces[0], sharding)
     want = sharding.shard_shape(shape)
     vals = []
-    for (dev, _), p in zip(mesh_coords(sharding.mesh), pieces):
+    devs = [dev for dev, _ in mesh_coords(sharding.mesh) if _local(dev)]
+    for dev, p in zip(devs, pieces):
         v, aval = _host(p, fn)
         if v.shape != want:
             raise ValueError(f"{fn}: the data for {dev} has shape {v.shape}, but the sharding "
@@ -184,8 +266,9 @@ def _assemble(fn, shape, sharding, pieces):
                              f"global shape {shape}")
         vals.append(v)
     dt = dtypes.canonicalize_dtype(vals[0].dtype)
-    vals = [np.asarray(v, dt) for v in vals]
-    return MeshShardedArray._make(vals, sharding, ShapedArray(shape, dt))
+    it = iter(np.asarray(v, dt) for v in vals)
+    blocks = [next(it) if _local(dev) else None for dev, _ in mesh_coords(sharding.mesh)]
+    return MeshShardedArray._make(blocks, sharding, ShapedArray(shape, dt))
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
@@ -213,13 +296,15 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     if isinstance(sharding, SingleDeviceSharding):
         return _assemble("make_array_from_callback", shape, sharding,
                          [data_callback(next(iter(idx_map.values())))])
-    pieces = [data_callback(idx_map[dev]) for dev, _ in mesh_coords(sharding.mesh)]
+    pieces = [data_callback(idx_map[dev]) for dev, _ in mesh_coords(sharding.mesh)
+              if _local(dev)]  # (this process's devices only, as JAX)
     return _assemble("make_array_from_callback", shape, sharding, pieces)
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
     """An array of the global ``shape`` from one block per device of ``sharding``, given
-    in the order of the mesh's devices (``sharding.mesh.devices.flat``).
+    in the order of the mesh's devices (``sharding.mesh.devices.flat``); in a multi-process
+    run, one block per device of this process (as JAX).
 
     >>> import functrax
     >>> m = functrax.make_mesh((1,), ("x",), devices=functrax.devices()[:1])
@@ -230,7 +315,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     fn = "make_array_from_single_device_arrays"
     _check_sharding(fn, sharding)
     arrays = list(arrays)
-    n = 1 if isinstance(sharding, SingleDeviceSharding) else sharding.mesh.size
+    n = 1 if isinstance(sharding, SingleDeviceSharding) else len(sharding.mesh.local_devices)
     if len(arrays) != n:
         raise ValueError(f"{fn}: got {len(arrays)} arrays for the {n} devices of {sharding}; "
                          "pass one block per device, in the order of mesh.devices.flat")
@@ -238,13 +323,22 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-    """An array from this process's part of the data (as JAX). In a single-process run the
-    local data is the whole array.
+    """An array from this process's part of the data (as JAX).
+
+    In a single-process run (or for a sharding of this process's devices) the local data
+    is the whole array. Over a mesh spanning processes, each process passes its slice along
+    the dimensions split over axes that span processes: the union of its devices' blocks
+    (a contiguous range of blocks along each dimension, as ``make_mesh`` lays processes out
+    along the leading mesh axes); the global shape is inferred from it.
+
+    Args:
+      sharding: a ``NamedSharding`` (or ``SingleDeviceSharding``).
+      local_data: this process's data.
+      global_shape: the global shape (checked against the inferred one when given).
 
     Raises:
-      ValueError: when ``global_shape`` differs from the local data's shape in a
-        single-process run.
-      NotImplementedError: in a multi-process run.
+      ValueError: when ``global_shape`` differs from the shape the local data implies, or
+        the local data does not split into this process's blocks.
 
     >>> import functrax
     >>> m = functrax.make_mesh((1,), ("x",), devices=functrax.devices()[:1])
@@ -255,15 +349,53 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     fn = "make_array_from_process_local_data"
     _check_sharding(fn, sharding)
     v, aval = _host(local_data, fn)
-    if process_count() > 1:
-        raise NotImplementedError(f"{fn}: assembling a global array from the data of several "
-                                  "processes is not supported yet (one process holds all "
-                                  "devices here)")
-    if global_shape is not None and tuple(global_shape) != v.shape:
-        raise ValueError(f"{fn}: in a single-process run the local data is the global data, "
-                         f"but its shape {v.shape} differs from global_shape "
-                         f"{tuple(global_shape)}")
-    return device_put(Array(v, aval.dtype), sharding)
+    if process_count() == 1 or sharding.is_fully_addressable:
+        if global_shape is not None and tuple(global_shape) != v.shape:
+            raise ValueError(f"{fn}: the devices of {sharding} are all this process's, so the "
+                             f"local data is the global data, but its shape {v.shape} differs "
+                             f"from global_shape {tuple(global_shape)}")
+        return device_put(Array(v, aval.dtype), sharding)
+    mesh = sharding.mesh
+    spec = tuple(sharding.spec)
+    if len(spec) > v.ndim:
+        raise ValueError(f"{fn}: the spec {sharding.spec} has more entries than the local "
+                         f"data of shape {v.shape} has dimensions")
+    names = [entry_names(e) for e in spec] + [()] * (v.ndim - len(spec))
+    local = [c for d, c in mesh_coords(mesh) if _local(d)]
+    shape, firsts = [], []
+    for d, ns in enumerate(names):
+        total = int(np.prod([mesh.shape[n] for n in ns]))
+        mine = sorted({_position(c, ns, mesh) for c in local})
+        if mine != list(range(mine[0], mine[0] + len(mine))) or v.shape[d] % len(mine):
+            raise ValueError(f"{fn}: the local data of shape {v.shape} does not split into "
+                             f"this process's {len(mine)} block(s) along dimension {d} "
+                             f"(positions {mine} of {total} over the mesh axes {ns})")
+        shape.append(v.shape[d] // len(mine) * total)
+        firsts.append(mine[0])
+    shape = tuple(shape)
+    if global_shape is not None and tuple(global_shape) != shape:
+        raise ValueError(f"{fn}: the local data of shape {v.shape} on this process's devices "
+                         f"of {sharding} makes an array of global shape {shape}, not "
+                         f"global_shape {tuple(global_shape)}")
+    blk = sharding.shard_shape(shape)
+    blocks, cache = [], {}
+    for dev, c in mesh_coords(mesh):
+        if not _local(dev):
+            blocks.append(None)
+            continue
+        key = tuple(_position(c, ns, mesh) - f for ns, f in zip(names, firsts))
+        if key not in cache:
+            cache[key] = np.array(v[tuple(slice(k * b, (k + 1) * b) for k, b in zip(key, blk))])
+        blocks.append(cache[key])
+    return MeshShardedArray._make(blocks, sharding, aval.update(shape=shape))
+
+
+def _position(coords, names, mesh) -> int:
+    """The block position (row-major over ``names``) of the device at ``coords``."""
+    pos = 0
+    for n in names:
+        pos = pos * mesh.shape[n] + coords[n]
+    return pos
 
 
 def reshard(x, out_shardings):

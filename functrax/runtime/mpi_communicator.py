@@ -44,10 +44,10 @@ from mpi4py import MPI
 
 from functrax.config import config
 from functrax.runtime.pmap_runtime import (
-    CollectiveTimeoutError, ThreadCommunicator, current_context,
+    CollectiveTimeoutError, MeshLayout, ThreadCommunicator, current_context,
 )
 
-__all__ = ["MPICommunicator"]
+__all__ = ["MPICommunicator", "MeshMPICommunicator", "communicator_for"]
 
 _OPS = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
 _mpi_lock = threading.Lock()
@@ -247,3 +247,152 @@ class MPICommunicator(ThreadCommunicator):
             pieces = {ps[j]: recv[q, i, j] for q, ps in enumerate(layout) for j in range(len(ps))}
             out.append(np.concatenate([pieces[g] for g in range(n)], axis=concat))
         return out
+
+    # --- whole arrays of every process (outside replicas) ---
+
+    def allgather(self, value: np.ndarray) -> np.ndarray:
+        """``value`` (same shape and dtype in every process) of every process, stacked."""
+        send = np.array(value, order="C", copy=True)
+        recv = np.empty((self.nproc,) + send.shape, send.dtype)
+        req = self._start(self.mpi.Iallgather, _bytes(send), _bytes(recv))
+        self._poll([req], (("process_allgather", ()), f"MPI rank {self.rank}"))
+        return recv
+
+
+# --- shard_map over a mesh spanning processes ---
+
+
+class _Groups:
+    """The participants of a collective over the frames ``ks`` of a mesh: per device (flat,
+    row-major over the mesh) its group (the devices sharing its positions on the other
+    axes) and its position in it (row-major over ``ks`` in that order)."""
+
+    def __init__(self, owners: np.ndarray, ks: tuple):
+        shape = owners.shape
+        others = [k for k in range(owners.ndim) if k not in ks]
+        coords = np.indices(shape).reshape(owners.ndim, -1)
+        self.group = (np.ravel_multi_index(coords[others], [shape[k] for k in others])
+                      if others else np.zeros(coords.shape[1], np.int64))
+        self.pos = (np.ravel_multi_index(coords[list(ks)], [shape[k] for k in ks])
+                    if ks else np.zeros(coords.shape[1], np.int64))
+        self.count = int(np.prod([shape[k] for k in others]))
+        self.n = int(np.prod([shape[k] for k in ks]))
+        flat = owners.reshape(-1)
+        self.members = [[] for _ in range(self.count)]
+        for f in np.argsort(self.pos, kind="stable"):
+            self.members[self.group[f]].append(int(f))
+        self.spans = any(len({int(flat[f]) for f in m}) > 1 for m in self.members)
+
+
+_IDENTITY = {"sum": lambda dt: 0,
+             "max": lambda dt: -np.inf if dt.kind in "fc" else np.iinfo(dt).min,
+             "min": lambda dt: np.inf if dt.kind in "fc" else np.iinfo(dt).max}
+
+
+class MeshMPICommunicator(MPICommunicator):
+    """The communicator of one ``shard_map`` call over a mesh whose devices belong to several
+    processes.
+
+    Each process runs its own devices' replicas, one frame per mesh axis. A collective whose
+    groups (the devices sharing the positions on the axes it does not name) all lie inside
+    one process is the in-process rendezvous. Otherwise every local replica meets in one
+    rendezvous (they all run the collective: the program is the same on every device), and
+    the last one to arrive runs ONE MPI exchange for all the groups: an ``Iallreduce`` of a
+    buffer with one row per group (``psum`` / ``pmax`` / ``pmin`` / ``psum_scatter``; rows
+    of groups without a member here hold the reduction's identity), or an ``Iallgather`` of
+    every local value followed by each group's ``combine`` (every other collective). So one
+    cross-process collective at a time runs in each process, in program order.
+
+    Args:
+      comm: the MPI communicator of every process.
+      owners: the process of each device, an integer array over the mapped mesh axes (in the
+        order of the replicas' frames).
+    """
+
+    def __init__(self, comm, owners):
+        owners = np.asarray(owners)
+        super().__init__(comm, owners.reshape(-1))
+        self.grid = owners
+        flat = owners.reshape(-1)
+        self.procs = [np.flatnonzero(flat == q).tolist() for q in range(self.nproc)]
+        self.local = self.procs[self.rank]
+        self._plans: dict = {}
+
+    def collective(self, key, n, pos, value, combine, what, device):
+        ctx = current_context()
+        if len(ctx.frames) != self.grid.ndim:
+            raise NotImplementedError(f"shard_map across MPI processes: the collective {what[0]}"
+                                      " runs inside a nested pmap, which is not supported")
+        ks = key[1]
+        plan = self._plans.get(ks)
+        if plan is None:
+            plan = self._plans[ks] = _Groups(self.grid, ks)
+        if not plan.spans:  # every group is inside one process
+            return ThreadCommunicator.collective(self, key, n, pos, value, combine, what, device)
+        flat = int(np.ravel_multi_index(tuple(f.index for f in ctx.frames), self.grid.shape))
+
+        def exchange(vals):
+            return self._mesh_exchange(vals, combine, what, device, plan)
+
+        return ThreadCommunicator.collective(self, ("mesh", key[0], ks, key[3]),
+                                             len(self.local), self.local.index(flat), value,
+                                             exchange, what, device)
+
+    def _mesh_exchange(self, vals, combine, what, device, plan):
+        if _broken:
+            raise RuntimeError(f"shard_map: the collective {what[0]} cannot run: an earlier "
+                               f"collective across MPI processes failed ({_broken[0]}); the "
+                               "process must end (MPI requests are still pending)")
+        kind = getattr(combine, "mpi", None) or ("gather",)
+        t = (what, device)
+        if kind[0] in ("reduce", "reduce_scatter"):
+            leaves = vals[0] if isinstance(vals[0], tuple) else (vals[0],)
+            if all(_reducible(np.asarray(a).dtype, kind[1]) for a in leaves):
+                return self._mesh_allreduce(vals, combine, kind, plan, t)
+
+        def combine_groups(every):
+            out = [None] * len(every)
+            for members in plan.members:
+                for f, r in zip(members, combine([every[f] for f in members])):
+                    out[f] = r
+            return out
+
+        return self._gather(vals, combine_groups, self.procs, len(self.owners), t)
+
+    def _mesh_allreduce(self, vals, combine, kind, plan, t):
+        local_of = {f: j for j, f in enumerate(self.local)}
+        partials = {}
+        for g, members in enumerate(plan.members):
+            mine = [vals[local_of[f]] for f in members if f in local_of]
+            if mine:
+                partials[g] = (list(combine(mine)[0]) if kind[0] == "reduce"
+                               else [combine.local_sum(mine)])
+        ref = next(iter(partials.values()))
+        bufs = []
+        for k, r in enumerate(ref):
+            r = np.asarray(r)
+            buf = np.full((plan.count,) + r.shape, _IDENTITY[kind[1]](r.dtype), r.dtype)
+            for g, p in partials.items():
+                buf[g] = p[k]
+            bufs.append(buf)
+        reqs = [self._start(self.mpi.Iallreduce, MPI.IN_PLACE, b, _OPS[kind[1]]) for b in bufs]
+        self._poll(reqs, t)
+        out = []
+        for f in self.local:
+            g = plan.group[f]
+            if kind[0] == "reduce":
+                out.append([b[g] for b in bufs])
+                continue
+            _, _, dim, tiled = kind
+            total, p = bufs[0][g], int(plan.pos[f])
+            out.append(np.array(np.split(total, plan.n, axis=dim)[p]) if tiled
+                       else np.take(total, p, axis=dim))
+        return out
+
+
+def communicator_for(comm, layout):
+    """The communicator of ``layout``: a pmap's ``GlobalAxis`` or a shard_map's
+    ``MeshLayout`` (``functrax.runtime.pmap_runtime``)."""
+    if isinstance(layout, MeshLayout):
+        return MeshMPICommunicator(comm, layout.owners)
+    return MPICommunicator(comm, layout.owners)

@@ -325,6 +325,32 @@ def take_shard(v: np.ndarray, ax, i: int):
     return v[(slice(None),) * ax + (i, Ellipsis)]
 
 
+class MeshLayout:
+    """The devices of a mesh spanning the processes of a multi-process run (``shard_map``):
+    ``owners[coords]`` is the process holding the device at ``coords`` (an integer array of
+    the mesh's shape over the mapped axes)."""
+
+    __slots__ = ("owners",)
+
+    def __init__(self, owners):
+        self.owners = np.asarray(owners, dtype=np.int64)
+
+    def local(self, process: int) -> list:
+        """The coordinates (row-major) of ``process``'s devices."""
+        return [tuple(int(i) for i in c) for c in np.argwhere(self.owners == process)]
+
+
+def allgather_processes(value: np.ndarray) -> np.ndarray:
+    """``value`` (same shape and dtype in every process) of every process, stacked along a
+    new leading axis (process order); in a single-process run ``value[None]``. Every
+    process must call it at the same point (a collective over the processes, through the
+    communicator that ``functrax.distributed.initialize`` registers)."""
+    value = np.asarray(value)
+    if process_count() == 1:
+        return value[None]
+    return _process_communicator(MeshLayout(np.arange(process_count()))).allgather(value)
+
+
 class GlobalAxis:
     """A top-level pmap axis spanning the processes of a multi-process run.
 
@@ -438,6 +464,33 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
     contexts = [ReplicaContext(frames + (_Frame(axis_name, global_size, positions[i]),), path,
                                groups[i], comm)
                 for i in range(size)]
+    return _run_contexts(body, contexts, parent is None)
+
+
+def run_mesh_replicas(body, names, coords: list, groups: list, layout: MeshLayout) -> list:
+    """Run ``body(i)`` for each of this process's devices of a mesh spanning processes.
+
+    ``names``: the mesh axes (one frame each, in this order); ``coords[i]``: the positions of
+    local replica ``i`` along them; ``groups[i]``: its devices; ``layout``: which process
+    owns each device. Every replica is one thread at one level (``frames`` name every axis),
+    and the collectives go through the process communicator of ``layout`` (MPI).
+    """
+    if current_context() is not None:
+        raise NotImplementedError("shard_map over a mesh spanning processes inside pmap or "
+                                  "another shard_map is not supported")
+    comm = _process_communicator(layout)
+    sizes = layout.owners.shape
+    contexts = [ReplicaContext(tuple(_Frame(n, s, int(c)) for n, s, c in zip(names, sizes, cs)),
+                               (), groups[i], comm)
+                for i, cs in enumerate(coords)]
+    return _run_contexts(body, contexts, True)
+
+
+def _run_contexts(body, contexts, top: bool) -> list:
+    size = len(contexts)
+    if size == 0:
+        return []
+    comm = contexts[0].comm
     results = [None] * size
     errors = [None] * size
 
@@ -459,7 +512,7 @@ def run_replicas(body, axis_name, groups: list, axis: GlobalAxis | None = None,
 
     # replica 0 runs in the calling thread, each other one in a worker thread of its own;
     # BLAS's thread pool is shared by all of them (one per process): cores // replicas
-    with share_blas(size if parent is None else 1):
+    with share_blas(size if top else 1):
         done = [_POOL.submit(functools.partial(run, i)) for i in range(1, size)]
         run(0)
         for d in done:
@@ -474,8 +527,10 @@ _PROCESS_COMMUNICATOR = None
 
 
 def register_process_communicator(factory):
-    """Install ``factory(axis: GlobalAxis) -> Communicator``, the communicator of every
-    top-level pmap call whose axis spans processes (None: none). Returns the previous one.
+    """Install ``factory(layout) -> Communicator``, the communicator of every top-level pmap
+    call whose axis spans processes (``layout``: its :class:`GlobalAxis`) and of every
+    shard_map over a mesh spanning processes (a :class:`MeshLayout`); None: none. Returns
+    the previous one.
 
     ``functrax.distributed.initialize()`` registers ``mpi_communicator.MPICommunicator``
     over its MPI communicator; ``shutdown()`` removes it.
@@ -485,7 +540,7 @@ def register_process_communicator(factory):
     return previous
 
 
-def _process_communicator(axis: GlobalAxis) -> Communicator:
+def _process_communicator(axis) -> Communicator:
     factory = _PROCESS_COMMUNICATOR
     if factory is None:
         raise RuntimeError("pmap across processes needs functrax.distributed.initialize()")

@@ -19,7 +19,19 @@ Rules, so that it composes with the other transformations:
   mesh axes its in_spec does not name; so the gradient of a shard_map equals the gradient
   of the same computation on the global arrays;
 - vmap: the batch dimension goes first, unsplit (``None`` prepended to the specs);
-- jit: the jit executor runs the numpy rule.
+- jit: the jit executor runs the numpy rule (global values in and out).
+
+Eagerly (``eager_array_rules``), shard_map works on the arrays themselves: an operand that
+is a ``MeshShardedArray`` laid out as its in_spec feeds its blocks to the devices as they
+are (no gather, no re-split), and each output is a ``MeshShardedArray`` of
+``NamedSharding(mesh, out_spec)`` holding the devices' blocks.
+
+On a mesh spanning the processes of a multi-process run (``functrax.distributed``), each
+process runs the replicas of its own devices (``pmap_runtime.run_mesh_replicas``, one frame
+per mesh axis) and the collectives whose groups span processes go through MPI
+(``mpi_communicator.MeshMPICommunicator``). Eager outputs then hold this process's blocks
+only; inside ``jit`` (global values everywhere) the output blocks are all-gathered over the
+processes, so every process continues with the global outputs.
 """
 from __future__ import annotations
 
@@ -36,11 +48,14 @@ from functrax.lowering.cost import cost_analysis, cost_rules
 from functrax.lowering.numpy.executor import compile_jaxpr
 from functrax.lowering.numpy.rules import numpy_rules
 from functrax.passes.pipeline import optimize
-from functrax.primitives.shard_map import entry_names, global_aval, shard_map_p
+from functrax.primitives.shard_map import (
+    eager_array_rules, entry_names, global_aval, shard_map_p,
+)
 from functrax.runtime import pmap_runtime as rt
-from functrax.runtime.devices import process_index
+from functrax.runtime.devices import process_count, process_index
 from functrax.runtime.mesh import Mesh
-from functrax.runtime.shardings import PartitionSpec, block_index
+from functrax.runtime.mesh_array import MeshShardedArray
+from functrax.runtime.shardings import NamedSharding, PartitionSpec, block_index, mesh_coords
 from functrax.transforms.ad import jvp_jaxpr
 from functrax.transforms.batching import batch_jaxpr, moveaxis, vmap_rules
 from functrax.transforms.call_util import closure_convert
@@ -109,20 +124,41 @@ def _manual_devices(mesh: Mesh, axes) -> np.ndarray:
     return np.transpose(sub, [kept.index(a) for a in axes]) if kept else sub
 
 
-def run_on_mesh(mesh: Mesh, axes, body) -> list:
+def run_on_mesh(mesh: Mesh, axes, body) -> tuple:
     """``body(coords)`` (``coords``: mesh axis -> position) once per device of the ``axes``
-    of ``mesh``, concurrently; the results in row-major order over ``axes``.
+    of ``mesh`` that this process owns, concurrently: ``(results, coords)``, both in
+    row-major order over ``axes``.
 
-    Each axis is one nested level of :func:`pmap_runtime.run_replicas`, so a collective
-    over some of the axes meets the devices that share the positions on the others.
+    On one process each axis is one nested level of :func:`pmap_runtime.run_replicas`, so a
+    collective over some of the axes meets the devices that share the positions on the
+    others. On a mesh spanning processes each process runs its own devices' replicas
+    (:func:`pmap_runtime.run_mesh_replicas`), and the collectives whose groups span
+    processes go through MPI.
     """
     devs = _manual_devices(mesh, axes)
     me = process_index()
-    if any(d.process_index != me for d in np.asarray(devs).reshape(-1)):
+    owners = np.vectorize(lambda d: d.process_index, otypes=[np.int64])(devs)
+    if (owners == me).all():
+        return _run_nested(devs, axes, mesh, body), _coords_list(mesh, axes)
+    if set(axes) != set(mesh.axis_names):
         raise NotImplementedError(
-            "shard_map over a mesh whose devices belong to several processes is not "
-            "supported yet (each process would run its own devices' blocks); use a mesh of "
-            "this process's devices (functrax.local_devices()) or pmap")
+            "shard_map over a mesh spanning processes with auto axes (axis_names "
+            f"{tuple(axes)} of the mesh axes {mesh.axis_names}) is not supported; map every "
+            "mesh axis")
+    layout = rt.MeshLayout(owners)
+    counts = np.bincount(owners.reshape(-1))
+    if len(counts) != process_count() or (counts != counts[0]).any():
+        raise NotImplementedError(
+            f"shard_map over a mesh spanning processes needs the same number of its devices "
+            f"in every process; the processes hold {counts.tolist()} of the mesh {mesh}")
+    local = layout.local(me)
+    coords = [dict(zip(axes, c)) for c in local]
+    groups = [[devs[c]] for c in local]
+    return rt.run_mesh_replicas(lambda i: body(coords[i]), tuple(axes), local, groups,
+                                layout), coords
+
+
+def _run_nested(devs, axes, mesh, body) -> list:
     sizes = [mesh.shape[a] for a in axes]
 
     def level(k, prefix):
@@ -139,46 +175,125 @@ def _coords_list(mesh, axes) -> list:
     return [dict(zip(axes, idx)) for idx in np.ndindex(*[mesh.shape[a] for a in axes])]
 
 
+def _block_source(x, spec, mesh):
+    """``coords -> x's block there``: a mesh-sharded ``x`` laid out as ``spec`` gives its
+    blocks as they are (the device computing ``coords`` is the first along auto axes);
+    anything else is sliced from its global value."""
+    if isinstance(x, MeshShardedArray) and x.sharding == NamedSharding(mesh, spec):
+        blocks, names, sizes = x.shard_values(), mesh.axis_names, mesh.axis_sizes
+        return lambda c: blocks[int(np.ravel_multi_index(tuple(c.get(n, 0) for n in names),
+                                                         sizes))]
+    v = rt.host_value(x)
+    dims = spec_dims(spec, v.ndim)
+    return lambda c: v[block_index(c, dims, v.shape, mesh.shape) + (Ellipsis,)]
+
+
 def run_blocks(args, *, jaxpr, mesh, in_specs, out_specs, manual_axes):
-    """Run the per-device program on the blocks of ``args`` (numpy arrays); returns, per
-    output, ``(global shape, [(coords, block), ...])``."""
+    """Run the per-device program on the blocks of ``args`` on this process's devices;
+    returns ``(outputs per device, coords per device)``."""
     axes = tuple(manual_axes)
     exe = _executable(jaxpr, mesh, axes)
-    vals = [np.asarray(a) for a in args]
-    dims = [spec_dims(s, v.ndim) for s, v in zip(in_specs, vals)]
-    shape = mesh.shape
+    sources = [_block_source(x, s, mesh) for x, s in zip(args, in_specs)]
 
     def body(coords):
-        blocks = [v[block_index(coords, d, v.shape, shape) + (Ellipsis,)]
-                  for v, d in zip(vals, dims)]
-        return exe.run(*blocks)
+        return exe.run(*[src(coords) for src in sources])
 
-    outs = run_on_mesh(mesh, axes, body) if axes else [body({})]
-    return outs, _coords_list(mesh, axes)
+    return run_on_mesh(mesh, axes, body) if axes else ([body({})], [{}])
+
+
+def _covered(spec, coords, mesh, ndim) -> bool:
+    """Do the devices at ``coords`` hold every block of an output laid out by ``spec``?"""
+    used = [n for names in spec_dims(spec, ndim) for n in names]
+    have = {tuple(c[a] for a in used) for c in coords}
+    return len(have) == math.prod(mesh.shape[a] for a in used)
+
+
+def _gather_processes(outs, coords, mesh, axes, ks) -> tuple:
+    """Every device's outputs ``ks`` (this process's: ``outs`` at ``coords``): ONE
+    all-gather over the processes of the bytes of their stacked blocks."""
+    stacks = [np.ascontiguousarray(np.stack([np.asarray(o[k]) for o in outs])) for k in ks]
+    flat = np.concatenate([a.reshape(-1).view(np.uint8) for a in stacks])
+    every = rt.allgather_processes(flat)  # (processes, bytes)
+    owners = np.vectorize(lambda d: d.process_index, otypes=[np.int64])(
+        _manual_devices(mesh, axes))
+    layout = rt.MeshLayout(owners)
+    all_outs, all_coords = [], []
+    for q in range(every.shape[0]):
+        start, parts = 0, []
+        for a in stacks:
+            parts.append(every[q, start:start + a.nbytes].view(a.dtype).reshape(a.shape))
+            start += a.nbytes
+        for j, c in enumerate(layout.local(q)):
+            all_outs.append({k: part[j] for k, part in zip(ks, parts)})
+            all_coords.append(dict(zip(axes, c)))
+    return all_outs, all_coords
 
 
 def assemble(outs, coords, out_specs, out_avals, mesh):
-    """The global numpy value of each output from its per-device blocks (the first copy of
-    a replicated block)."""
-    result = []
-    for k, (spec, aval) in enumerate(zip(out_specs, out_avals)):
-        g = np.empty(aval.shape, core.physical_aval(aval).dtype)
-        dims = spec_dims(spec, len(aval.shape))
-        used = {n for names in dims for n in names}
-        for o, c in zip(outs, coords):
-            if all(i == 0 for a, i in c.items() if a not in used):
-                g[block_index(c, dims, aval.shape, mesh.shape)] = o[k]
-        result.append(g)
-    return result
+    """The global numpy value of each output from its per-device blocks (of each block, the
+    first copy in ``coords`` order)."""
+    return [assemble_one([o[k] for o in outs], coords, spec, aval, mesh)
+            for k, (spec, aval) in enumerate(zip(out_specs, out_avals))]
+
+
+def assemble_one(blocks, coords, spec, aval, mesh):
+    g = np.empty(aval.shape, core.physical_aval(aval).dtype)
+    dims = spec_dims(spec, len(aval.shape))
+    done = set()
+    for b, c in zip(blocks, coords):
+        idx = block_index(c, dims, aval.shape, mesh.shape)
+        key = tuple((i.start, i.stop) for i in idx)
+        if key not in done:
+            g[idx] = b
+            done.add(key)
+    return g
 
 
 def _shard_map_numpy(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+    """On global values (inside ``jit``): each process runs its devices' blocks; on a mesh
+    spanning processes, the outputs whose blocks are not all on this process's devices are
+    then gathered from every process, so every process holds the global outputs (as the
+    rest of the program needs)."""
     outs, coords = run_blocks(args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
                               out_specs=out_specs, manual_axes=manual_axes)
     avals = [global_aval(a, s, mesh.shape) for a, s in zip(jaxpr.out_avals, out_specs)]
-    return assemble(outs, coords, out_specs, avals, mesh)
+    if len(coords) == math.prod(mesh.shape[a] for a in manual_axes):
+        return assemble(outs, coords, out_specs, avals, mesh)
+    ks = [k for k, (s, a) in enumerate(zip(out_specs, avals))
+          if not _covered(s, coords, mesh, len(a.shape))]
+    every, every_coords = (_gather_processes(outs, coords, mesh, tuple(manual_axes), ks)
+                           if ks else ([], []))
+    return [assemble_one([o[k] for o in every], every_coords, s, a, mesh) if k in ks
+            else assemble_one([o[k] for o in outs], coords, s, a, mesh)
+            for k, (s, a) in enumerate(zip(out_specs, avals))]
 
 
+def _shard_map_eager(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+    """Eagerly, on the arrays: a mesh-sharded operand laid out as its in_spec feeds its
+    blocks to the devices, and each output is a MeshShardedArray of
+    ``NamedSharding(mesh, out_spec)`` holding this process's devices' blocks."""
+    avals = [core.get_aval(x) for x in args]
+    if any(dtypes.is_extended(a.dtype) for a in avals + list(jaxpr.out_avals)):
+        return NotImplemented
+    out_avals = shard_map_p.abstract_eval(
+        *avals, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+        check_vma=check_vma, manual_axes=manual_axes)
+    outs, coords = run_blocks(args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
+                              out_specs=out_specs, manual_axes=manual_axes)
+    axes = tuple(manual_axes)
+    by_coords = {tuple(c[a] for a in axes): o for o, c in zip(outs, coords)}
+    result = []
+    for k, (spec, aval) in enumerate(zip(out_specs, out_avals)):
+        dt = core.physical_aval(aval).dtype
+        blocks = []
+        for _, c in mesh_coords(mesh):
+            o = by_coords.get(tuple(c[a] for a in axes))
+            blocks.append(None if o is None else np.asarray(o[k], dt))
+        result.append(MeshShardedArray._make(blocks, NamedSharding(mesh, spec), aval))
+    return result
+
+
+eager_array_rules[shard_map_p] = _shard_map_eager
 numpy_rules[shard_map_p] = _shard_map_numpy
 
 

@@ -150,3 +150,18 @@ def test_gradient_outside_is_the_global_one_either_way(mesh, check_vma):
 def test_pvary_outside_a_typed_body_is_the_identity():
     x = fnp.arange(3.0)
     assert lax.pvary(x, "i") is x
+
+
+def test_jit_inside_the_body_traces_again_for_another_variance(mesh):
+    x, w = _rand(2, 3), _rand(3)
+    total = jit(lambda a: lax.psum(a, "data").sum())
+
+    def body(x, w):  # the same shapes: x varies over "data", w is the same everywhere
+        gx = grad(total)(x[0])  # d/dx of a sum over devices: 1
+        gw = grad(total)(w)     # psum of an invariant value is 2 * w: 2
+        return gx[None], gw
+
+    gx, gw = shard_map(body, mesh=mesh, in_specs=(P("data"), P()),
+                       out_specs=(P("data"), P()))(x, w)
+    _close(gx, np.ones_like(x))
+    _close(gw, 2 * np.ones_like(w))

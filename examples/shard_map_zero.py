@@ -14,8 +14,9 @@ Adam's ``mu`` and ``nu`` (``functrax.optim.adam``'s state of a slice). One jitte
 one shard_map body:
 
 1. each device computes the mean loss of its rows of the batch and its gradient
-   (``functrax.value_and_grad`` INSIDE the body is safe here: that loss has no
-   collectives);
+   (``functrax.value_and_grad`` inside the body, of the parameters made varying first with
+   ``lax.pvary``: the gradient of a value that is the same on every device would be summed
+   over the devices already, as JAX's ``check_vma``; ZeRO wants each device's own);
 2. ``lax.psum_scatter(..., tiled=True)`` reduces the flat gradients over the devices and
    hands each device its slice of the sum (divided by 8: the mean of the equal-sized
    local means is the gradient of the global mean loss);
@@ -94,7 +95,8 @@ def make_zero_step(mesh, opt, unravel, n_params, n_padded):
 
     def body(flat, state, x, y):
         # 1. local loss and gradient of this device's rows (no collectives in the loss)
-        loss, grads = functrax.value_and_grad(loss_fn)(unravel(flat[:n_params]), x, y)
+        params = lax.pvary(unravel(flat[:n_params]), "data")  # this device's gradient
+        loss, grads = functrax.value_and_grad(loss_fn)(params, x, y)
         g = fnp.pad(ravel_pytree(grads)[0], (0, n_padded - n_params))
         # 2. reduce-scatter: this device's slice of the summed gradient -> of the mean
         g_slice = lax.psum_scatter(g, "data", scatter_dimension=0, tiled=True) / N_DEV

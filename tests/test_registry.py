@@ -42,6 +42,9 @@ EXEMPT["xla_pmap"] = ("call-like primitive mapped over devices (one thread per d
                       "tested in tests/test_pmap.py")
 EXEMPT["shard_map"] = ("call-like primitive mapped over the devices of a mesh (one thread "
                        "per device); tested in tests/test_shard_map.py")
+EXEMPT["pvary"] = ("a type-only identity inside shard_map bodies with check_vma (made by "
+                   "bind, never by the user on a plain array); tested in "
+                   "tests/test_shard_map_vma.py")
 EXEMPT.update(dict.fromkeys(("debug_callback", "debug_print"), (
     "a host callback with no results (debug.callback / debug.print): what it prints and "
     "when is tested in tests/test_debugging.py")))
@@ -163,6 +166,7 @@ EXEMPT_TRITON = {
     "custom_lin": "only in linearized jaxprs, which are transposed before anything runs",
     "xla_pmap": "a call mapped over devices: the pmap runtime runs one program per device",
     "shard_map": "a call mapped over a mesh: the pmap runtime runs one program per device",
+    "pvary": "only inside shard_map bodies, which the pmap runtime runs per device",
     **dict.fromkeys(("psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute",
                      "axis_index", "reduce_scatter"), _COLLECTIVE),
     **dict.fromkeys(("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "hessenberg",

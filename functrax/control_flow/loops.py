@@ -112,10 +112,15 @@ def _trace_loop(cond_fun, body_fun, init_val) -> _Loop:
     traced = _trace_both(cond_fun, body_fun, init_val)
     in_avals = [core.get_aval(x) for x in init_vals]
     new_vals, changed = _promote_weak_typed_inputs(init_vals, in_avals, traced[2].out_avals)
-    if changed:
+    # in a shard_map body: a carry the body makes varying is varying from the start
+    for _ in range(len(init_vals) + 1):
+        new_vals, varied = P.vary_like(new_vals, traced[2].out_avals)
+        if not (changed or varied):
+            break
         init_val = tree_unflatten(tree, new_vals)
         init_vals = new_vals
         traced = _trace_both(cond_fun, body_fun, init_val)
+        changed = False
     cond, cond_consts, body, body_consts, body_tree = traced
     _check_carry(body_fun, init_val, tree, body_tree, body.out_avals)
     return _Loop(init_vals, tree, cond, cond_consts, body, body_consts)

@@ -88,10 +88,15 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
                                                   debug)
     # a weakly typed init (a Python scalar) takes the type of the body's carry output
     init_flat, changed = _promote_weak_typed_inputs(init_flat, closed.out_avals)
-    if changed:
+    # in a shard_map body: a carry the body makes varying is varying from the start
+    for _ in range(len(init_flat) + 1):
+        init_flat, varied = P.vary_like(init_flat, closed.out_avals[:len(init_flat)])
+        if not (changed or varied):
+            break
         init = tree_unflatten(init_tree, init_flat)
         closed, consts, out_tree = _trace_body_cached(f, init_flat, init_tree, x_avals,
                                                       xs_tree, debug)
+        changed = False
     carry_tree, y_tree = treedef_children(out_tree)
     _check_carry_type(f, init, init_tree, carry_tree, closed.out_avals[:carry_tree.num_leaves])
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, length=length,
@@ -231,6 +236,8 @@ def _trace_body_cached(f, init_flat, init_tree, x_avals, xs_tree, debug):
         return closed, consts, out_tree
 
     key = ("scan", init_tree, carry_avals, xs_tree, tuple(x_avals))
+    if core.VMA.axes:  # avals compare without their vma: the variance is part of the key
+        key += (tuple(a.vma for a in carry_avals + tuple(x_avals)),)
     return cached_trace((f,), key, make, lambda r: r[1])
 
 

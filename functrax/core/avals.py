@@ -23,13 +23,16 @@ class ShapedArray:
     ShapedArray(float32[3])
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash", "vma")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset()):
         self.shape = tuple(shape)
         self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        # the manual mesh axes the value varies over inside a shard_map body with
+        # check_vma (JAX's "vma"); empty everywhere else. An annotation: not part of equality
+        self.vma = vma
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
     ndim = property(lambda self: len(self.shape))
@@ -42,10 +45,11 @@ class ShapedArray:
     def __hash__(self):
         return self._hash
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from functrax.core.trace import trace_state
+from functrax.core.trace import VMA as _VMA, insert_pvary as _insert_pvary, trace_state
 
 
 class Family(enum.Enum):
@@ -68,6 +68,8 @@ class Primitive:
         return rule
 
     def bind(self, *args, **params):
+        if _VMA.axes:  # inside a shard_map body with check_vma: type operands' variance
+            args = _insert_pvary(self, args, params)
         return trace_state.trace.process_primitive(self, args, params)
 
     def __repr__(self):

@@ -366,7 +366,83 @@ def _why_alive(tracer, leaked) -> str:
 def abstract_eval(prim, avals, params):
     if prim.abstract_eval is None:
         raise MissingRuleError("abstract evaluation", prim)
-    return prim.abstract_eval(*avals, **params)
+    out = prim.abstract_eval(*avals, **params)
+    return _typed_vma(prim, avals, params, out) if VMA.axes else out
+
+
+# --- varying manual axes (JAX's "vma") inside shard_map bodies with check_vma ---
+
+
+class _VmaState(threading.local):
+    axes: frozenset = frozenset()  # the manual mesh axes being typed (empty: off)
+
+
+VMA = _VmaState()
+_NO_VMA = frozenset()
+
+# primitive -> rule(in_vmas, params) -> out vmas (one per output); the default: the union of
+# the inputs' (collectives register theirs in transforms/collective_rules.py)
+vma_rules: dict = {}
+# primitive -> rule(args, params) -> args, run by bind before the operands are combined:
+# e.g. psum makes its operand vary over the axes it sums (pvary), as JAX does
+vma_prebind_rules: dict = {}
+# pvary(x, axes) -> x typed as varying over axes (set by primitives/collectives.py)
+pvary_hook: list = [None]
+
+
+@contextmanager
+def vma_axes(axes):
+    """Type values by the manual mesh axes they vary over (a shard_map body with check_vma):
+    avals get ``vma``, operands that vary over fewer axes than the others get ``pvary``."""
+    prev = VMA.axes
+    VMA.axes = prev | frozenset(axes)
+    try:
+        yield
+    finally:
+        VMA.axes = prev
+
+
+def vma_of(x) -> frozenset:
+    aval = getattr(x, "aval", None)
+    return getattr(aval, "vma", _NO_VMA) if aval is not None else _NO_VMA
+
+
+def _typed_vma(prim, avals, params, out):
+    multiple = type(out) is list or type(out) is tuple
+    outs = list(out) if multiple else [out]
+    rule = vma_rules.get(prim)
+    in_vmas = [getattr(a, "vma", _NO_VMA) for a in avals]
+    if rule is not None:
+        vmas = rule(in_vmas, params)
+    elif any(True for _ in sub_jaxprs(params)):  # call-like: its sub-jaxprs' output types
+        vmas = [getattr(a, "vma", _NO_VMA) for a in outs]
+    else:
+        u = frozenset().union(*in_vmas) if in_vmas else _NO_VMA
+        vmas = [u] * len(outs)
+    typed = [a if not isinstance(a, ShapedArray) or a.vma == v else a.update(vma=v)
+             for a, v in zip(outs, vmas)]
+    return typed if multiple else typed[0]
+
+
+def insert_pvary(prim, args, params):
+    """``args`` of ``prim`` with the operands that vary over fewer axes than the others made
+    varying (``pvary``), so that every value's type says where it varies (called by bind
+    while values are typed, see :func:`vma_axes`)."""
+    pre = vma_prebind_rules.get(prim)
+    if pre is not None:
+        return pre(args, params)
+    if len(args) < 2 or any(True for _ in sub_jaxprs(params)):
+        return args
+    vmas = [vma_of(x) for x in args]
+    u = frozenset().union(*vmas)
+    if all(v == u for v in vmas):
+        return args
+    return [x if v == u or not _is_array_like(x) else pvary_hook[0](x, u - v)
+            for x, v in zip(args, vmas)]
+
+
+def _is_array_like(x) -> bool:
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool))
 
 
 class EvalTrace(Trace):

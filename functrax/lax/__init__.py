@@ -67,7 +67,7 @@ from functrax.primitives.windows import (
 )
 from functrax.primitives.collectives import (
     all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
-    pswapaxes, psum, psum_scatter,
+    pswapaxes, psum, psum_scatter, pvary,
 )
 from functrax.primitives.prng import bitcast_convert_type
 from functrax.primitives.special import (

@@ -113,6 +113,51 @@ def _allreduce(name, accepted):
     return p
 
 
+# pvary: the identity, typing its operands as varying over ``axes`` (manual mesh axes of a
+# shard_map body with check_vma, as JAX's pvary); inserted by bind where an operand that is
+# the same on every device of an axis meets one that varies. Its transpose is psum.
+pvary_p = new_primitive("pvary", multiple_results=True, family=Family.COLLECTIVE)
+pvary_p.def_abstract_eval(lambda *args, axes, axis_index_groups=None: [
+    x.update(vma=getattr(x, "vma", frozenset()) | frozenset(axes)) for x in args])
+
+
+def pvary(x, axis_name):
+    """``x`` typed as varying over the manual mesh axes ``axis_name`` (a name or a tuple of
+    names) inside a shard_map body: the same values, as ``jax.lax.pvary``. Outside a body
+    with check_vma it returns ``x``."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    leaves, tree = tree_flatten(x)
+    if not core.VMA.axes or not leaves:
+        return x
+    out = [_pvary_leaf(v, names) for v in leaves]
+    return tree_unflatten(tree, out)
+
+
+def _pvary_leaf(v, axes):
+    missing = tuple(a for a in axes if a not in core.vma_of(v))
+    if not missing:
+        return v
+    return pvary_p.bind(_leafas_operand(v), axes=missing, axis_index_groups=None)[0]
+
+
+core.pvary_hook[0] = lambda x, axes: _pvary_leaf(x, tuple(sorted(axes, key=str)))
+
+
+def vary_like(vals, out_avals):
+    """Loop carries (``vals``) made varying over the axes their loop body's outputs vary
+    over (inside a shard_map body with check_vma): a carry that starts the same on every
+    device but comes back varying is varying from the first iteration on. Returns (vals,
+    changed); the caller traces the body again when changed."""
+    if not core.VMA.axes or len(vals) != len(out_avals):
+        return list(vals), False
+    out, changed = [], False
+    for x, o in zip(vals, out_avals):
+        missing = getattr(o, "vma", frozenset()) - core.vma_of(x)
+        if missing and isinstance(x, core.Tracer):
+            x, changed = _pvary_leaf(x, tuple(sorted(missing, key=str))), True
+        out.append(x)
+    return out, changed
+
 psum_p = _allreduce("psum", NUMBER)
 pmax_p = _allreduce("pmax", NUMBER + ("bool",))
 pmin_p = _allreduce("pmin", NUMBER + ("bool",))
@@ -516,5 +561,5 @@ __all__ = [
     "pswapaxes", "axis_names", "axis_size", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
     "reduce_scatter_p", "axis_index_p", "ppermute_p", "check_perm", "all_to_all_p", "psum",
     "pmean", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "pshuffle", "all_to_all",
-    "psum_scatter",
+    "psum_scatter", "pvary", "pvary_p", "vary_like",
 ]

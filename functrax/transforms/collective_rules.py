@@ -117,11 +117,21 @@ def _psum_transpose(cts, *args, axes, axis_index_groups):
     out = [Zero(a.aval) if is_undefined(a) else None for a in args]
     nz = [i for i, (ct, a) in enumerate(zip(cts, args))
           if type(ct) is not Zero and is_undefined(a)]
-    if nz:
-        sums = P.psum_p.bind(*[cts[i] for i in nz], axes=axes,
-                             axis_index_groups=axis_index_groups)
-        for i, ct in zip(nz, sums):
-            out[i] = ct
+    if not nz:
+        return out
+    # over the manual axes of a shard_map body with check_vma, psum sums a varying value
+    # into an invariant one and transposes to pvary (JAX's check_vma semantics: every
+    # device gets the cotangent of the sum as it is); over other named axes (pmap, vmap,
+    # check_vma=False) it transposes to psum
+    typed = tuple(a for a in axes if a in core.VMA.axes)
+    rest = tuple(a for a in axes if a not in core.VMA.axes)
+    sums = [cts[i] for i in nz]
+    if typed:
+        sums = [P.pvary(c, typed) for c in sums]
+    if rest:
+        sums = P.psum_p.bind(*sums, axes=rest, axis_index_groups=axis_index_groups)
+    for i, ct in zip(nz, sums):
+        out[i] = ct
     return out
 
 
@@ -237,6 +247,17 @@ def _reduce_scatter_rule(axis, vals, dims, *, scatter_dimension, axis_name, axis
 
 def _all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
                           axis_size, tiled):
+    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if (len(names) == 1 and axis_index_groups is None and names[0] in core.VMA.axes
+            and names[0] not in core.vma_of(ct)):
+        # typed body: the gathered value is the same on every device, and so is its
+        # cotangent: each device's block of it is its operand's cotangent
+        idx = P.axis_index(names[0])
+        d = all_gather_dimension
+        if tiled:
+            b = x.aval.shape[d]
+            return [P.dynamic_slice_in_dim(ct, idx * b, b, axis=d)]
+        return [P.dynamic_index_in_dim(ct, idx, axis=d, keepdims=False)]
     return [P.reduce_scatter_p.bind(ct, scatter_dimension=all_gather_dimension,
                                     axis_name=axis_name, axis_index_groups=axis_index_groups,
                                     axis_size=axis_size, tiled=tiled)]
@@ -354,3 +375,64 @@ for _prim, _rule, _transpose in (
 vmap_rules[P.axis_index_p] = _axis_index_rule
 axis_primitives.add(P.axis_index_p)
 defjvp_zero(P.axis_index_p)
+
+
+# --- pvary and the types of values in shard_map bodies with check_vma ---
+
+
+def _pvary_transpose(cts, *args, axes, axis_index_groups=None):
+    return [None if not is_undefined(a) else (ct if type(ct) is Zero else P.psum_p.bind(
+        ct, axes=tuple(axes), axis_index_groups=axis_index_groups)[0])
+        for ct, a in zip(cts, args)]
+
+
+def _pvary_vmap(axis, vals, dims, *, axes, axis_index_groups=None):
+    return P.pvary_p.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), list(dims)
+
+
+deflinear(P.pvary_p)
+transpose_rules[P.pvary_p] = _pvary_transpose
+vmap_rules[P.pvary_p] = _pvary_vmap
+
+
+def _make_varying_over_axes(args, params):
+    """A psum/pmax/pmin operand the same on every device of a typed axis it reduces over is
+    made varying first (``psum`` of it is then the operand times the axis size, and its
+    transpose the sum of the cotangents), as JAX's check_vma."""
+    typed = tuple(a for a in params["axes"] if a in core.VMA.axes)
+    if not typed:
+        return args
+    return [P.pvary(x, typed) if isinstance(x, core.Tracer) else x for x in args]
+
+
+def _minus_axes(in_vmas, params):
+    gone = frozenset(params["axes"])
+    return [v - gone for v in in_vmas]
+
+
+def _same_as_input(in_vmas, params):
+    return list(in_vmas)
+
+
+def _axis_index_vma(in_vmas, params):
+    return [frozenset((params["axis_name"],)) & core.VMA.axes]
+
+
+for _p in (P.psum_p, P.pmax_p, P.pmin_p):
+    core.vma_rules[_p] = _minus_axes
+    core.vma_prebind_rules[_p] = _make_varying_over_axes
+core.vma_prebind_rules[P.pvary_p] = lambda args, params: args
+core.vma_rules[P.pvary_p] = lambda in_vmas, params: [v | frozenset(params["axes"])
+                                                     for v in in_vmas]
+def _gathered(in_vmas, params):
+    """all_gather's result is the same on every device of its axes (JAX's
+    ``all_gather_invariant``; JAX 0.10's ``all_gather`` types it varying and rejects an
+    out_spec that replicates it, functrax accepts that and transposes accordingly)."""
+    name = params["axis_name"]
+    return [v - frozenset(name if isinstance(name, tuple) else (name,)) for v in in_vmas]
+
+
+core.vma_rules[P.all_gather_p] = _gathered
+for _p in (P.reduce_scatter_p, P.ppermute_p, P.all_to_all_p):
+    core.vma_rules[_p] = _same_as_input  # varying stays varying
+core.vma_rules[P.axis_index_p] = _axis_index_vma

@@ -88,8 +88,14 @@ def mesh_axis_env(mesh: Mesh, axes):
         yield
 
 
+@contextmanager
 def _env(params):
-    return mesh_axis_env(params["mesh"], params["manual_axes"])
+    """The mesh axes bound, and typed by variance when the shard_map checks it (its body's
+    transformations then follow JAX's check_vma rules: psum transposes to pvary, pvary to
+    psum)."""
+    typed = frozenset(params["manual_axes"]) if params["check_vma"] else frozenset()
+    with mesh_axis_env(params["mesh"], params["manual_axes"]), core.vma_axes(typed):
+        yield
 
 
 def _with(params, **changes):
@@ -407,13 +413,22 @@ def _split_replicated_ct(ct, spec, params):
     return P.div(ct, P.as_operand(n, ct))
 
 
+def _ct_sum_axes(params, spec, ct) -> tuple:
+    axes = _unmentioned(params, spec)
+    if params["check_vma"]:
+        varying = core.vma_of(ct)
+        axes = tuple(a for a in axes if a in varying)
+    return axes
+
+
 def _shard_map_transpose(cts, *args, **params):
     closed, in_specs, out_specs = params["jaxpr"], params["in_specs"], params["out_specs"]
     lin = [is_undefined(a) for a in args]
     nz = [type(c) is not Zero for c in cts]
     if not any(nz):
         return [Zero(a.aval) if u else None for a, u in zip(args, lin)]
-    cts = [_split_replicated_ct(c, s, params) for c, s in zip(cts, out_specs)]
+    if not params["check_vma"]:  # JAX's check_vma=False rule; typed bodies need no split
+        cts = [_split_replicated_ct(c, s, params) for c, s in zip(cts, out_specs)]
     j = closed.jaxpr
     lin_jaxpr = core.Jaxpr([v for v, u in zip(j.invars, lin) if not u],
                            [v for v, u in zip(j.invars, lin) if u], j.outvars, j.eqns)
@@ -428,8 +443,10 @@ def _shard_map_transpose(cts, *args, **params):
         cts_dev = [next(it) if z else Zero(a) for z, a in zip(nz, closed.out_avals)]
         outs = [instantiate(c) for c in backward_pass(lin_jaxpr, list(flat[:len(res)]),
                                                       cts_dev)]
-        # an input replicated over some axes gets the sum of its copies' cotangents
-        return [P.psum(o, axes) if (axes := _unmentioned(params, s)) else o
+        # an input replicated over some axes gets the sum of its copies' cotangents (in a
+        # typed body: those its cotangent still varies over; pvary's transposes summed
+        # the others already)
+        return [P.psum(o, axes) if (axes := _ct_sum_axes(params, s, o)) else o
                 for o, s in zip(outs, lin_specs)]
 
     with _env(params):

@@ -90,8 +90,12 @@ class ShardMapFunction:
 
     # --- tracing ---
 
-    def _trace(self, block_avals, in_tree, names, mesh, manual):
+    def _trace(self, block_avals, in_tree, names, mesh, manual, specs):
         box = []
+        typed = frozenset(manual) if self.check_vma else frozenset()
+        if typed:  # each input varies over the manual axes its spec names (JAX's vma)
+            block_avals = [a.update(vma=spec_axes(s) & typed)
+                           for a, s in zip(block_avals, specs)]
 
         def flat_fun(*tracers):
             out = self.fun(*tree_unflatten(in_tree, list(tracers)))
@@ -100,7 +104,7 @@ class ShardMapFunction:
             return leaves
 
         info = DebugInfo(self._name, fun_source(self.fun), names, "shard_map")
-        with mesh_axis_env(mesh, manual):
+        with mesh_axis_env(mesh, manual), core.vma_axes(typed):
             closed = trace_to_jaxpr(flat_fun, block_avals, info)
         return closed, box[0][1]
 
@@ -169,7 +173,7 @@ class ShardMapFunction:
         key = (in_tree, tuple(block_avals), specs, mesh, manual, env)
         entry = self._cache.get(key)
         if entry is None:
-            closed, out_tree = self._trace(block_avals, in_tree, names, mesh, manual)
+            closed, out_tree = self._trace(block_avals, in_tree, names, mesh, manual, specs)
             out_specs, paths = self._out_specs(closed, out_tree, mesh, manual)
             if self.check_vma:
                 self._check_vma(closed, specs, out_specs, paths, mesh, manual)

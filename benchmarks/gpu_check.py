@@ -16,7 +16,9 @@ With a GPU it
    float32 (TFLOP/s; cupy/cuBLAS when installed), the forward and backward pass of a small
    CNN (ms per step against the numpy backend, after a correctness check) and one 3x3
    convolution in float16 and float32 (TFLOP/s), and the MLP train step of
-   ``examples/train_mlp.py`` (ms per step; the numpy backend on the CPU as reference).
+   ``examples/train_mlp.py`` (ms per step; the numpy backend on the CPU as reference);
+5. runs pmap over the GPUs and a shard_map train step over a 2-D mesh of GPUs (skipped
+   with fewer than 2 GPUs) against the CPU results, the latter in ms per step.
 
 Every section is wrapped: a failure is reported and the rest still runs. A summary table
 ends the output; the exit status is 1 when any correctness check failed or errored.
@@ -539,6 +541,71 @@ def section_pmap(opts):
     record("pmap grad", "FAIL" if diff else "OK", diff or "grad of pmap with pmean")
 
 
+# --- shard_map over a 2-D mesh of GPUs ---
+
+
+def _shard_map_step(functrax, mesh):
+    """value_and_grad (w.r.t. ``w``) of a loss computed by a shard_map over ``mesh``:
+    a matmul split over "model", a loss psum'ed over both axes."""
+    import functrax.numpy as fnp
+    from functrax import P, lax
+
+    def body(x, w, y):
+        h = fnp.tanh(x @ w) - y
+        return lax.psum(fnp.sum(h * h), ("data", "model"))
+
+    f = functrax.shard_map(body, mesh=mesh, out_specs=P(),
+                           in_specs=(P("data", None), P(None, "model"), P("data", "model")))
+    return functrax.value_and_grad(lambda w, x, y: f(x, w, y) * 0.5)
+
+
+def section_shard_map(opts):
+    """shard_map over a 2-D mesh of GPUs ("data" 2 x "model" n//2): one train step (a
+    matmul split over "model", a loss psum'ed over both axes, grad taken outside: the
+    transposed shard_map runs on the GPUs too) against the same step on as many CPU
+    devices; ms per step. Skipped (with a line saying so) with fewer than 2 GPUs."""
+    import functrax
+    from functrax.runtime import shard_map_gpu
+    from functrax.runtime.devices import clear_backends
+    gpus = functrax.devices("gpu")
+    if len(gpus) < 2:
+        record("shard_map", "SKIP", f"needs at least 2 GPUs for a 2-D mesh; {len(gpus)} "
+               "visible")
+        return
+    shape = (2, len(gpus) // 2)
+    k = shape[0] * shape[1]
+    rng = np.random.RandomState(0)
+    x = rng.standard_normal((64 * shape[0], 128)).astype(np.float32)
+    w = (rng.standard_normal((128, 64 * shape[1])) * 0.1).astype(np.float32)
+    y = rng.standard_normal((64 * shape[0], 64 * shape[1])).astype(np.float32)
+    prev = functrax.config.read("num_cpu_devices")
+    clear_backends()
+    functrax.config.update("num_cpu_devices", k)
+    try:
+        cpu_mesh = functrax.make_mesh(shape, ("data", "model"),
+                                      devices=functrax.devices("cpu")[:k])
+        want = _shard_map_step(functrax, cpu_mesh)(w, x, y)
+    finally:
+        clear_backends()
+        functrax.config.update("num_cpu_devices", prev)
+    gpu_mesh = functrax.make_mesh(shape, ("data", "model"), devices=gpus[:k])
+    step = _shard_map_step(functrax, gpu_mesh)
+    got = step(w, x, y)
+    diff = compare(got, want, 1e-4, 1e-4)
+    how = shard_map_gpu.last_collectives().splitlines()[0][:160]
+    record("shard_map step", "FAIL" if diff else "OK",
+           f"mesh {shape} of GPUs vs CPU devices; {diff or how}")
+    if diff:
+        return
+
+    def run_once():
+        for leaf in functrax.tree_util.tree_leaves(step(w, x, y)):
+            getattr(leaf, "block_until_ready", lambda: None)()
+    ms = best_ms(run_once, reps=5, warmup=2, rounds=2)
+    record("shard_map step time", "OK", f"{ms:.2f} ms per value_and_grad step on a {shape} "
+           "mesh of GPUs")
+
+
 # --- without a GPU ---
 
 
@@ -576,6 +643,7 @@ def print_summary():
 
 SECTIONS = [("info", section_info, True), ("opspec", section_opspec, True),
             ("composition", section_composition, True), ("pmap", section_pmap, True),
+            ("shard_map", section_shard_map, True),
             ("bench copy", section_copy, False),
             ("bench elementwise", section_elementwise, False),
             ("bench softmax", section_softmax, False),

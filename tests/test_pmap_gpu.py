@@ -54,14 +54,14 @@ def _view(chunk):
 
 
 class FakeComm:
-    def __init__(self, nccl, rank, device):
-        self.nccl, self.rank, self.device = nccl, rank, device
+    def __init__(self, nccl, rank, device, cid=0):
+        self.nccl, self.rank, self.device, self.cid = nccl, rank, device, cid
 
     def _queue(self, op, bufs, args, stream):
         assert self.nccl.depth > 0, f"{op} issued outside group_start/group_end"
         assert all(b.device_id == self.device for b in bufs), (op, self.device)
         assert "stream" in stream
-        self.nccl.pending.append((op, self.rank, bufs, args))
+        self.nccl.pending.append((op, self.rank, bufs, args, self.cid))
 
     def allreduce(self, send, recv, op, **kw):
         self._queue("allreduce", [send, recv], op, kw)
@@ -90,8 +90,9 @@ class FakeNccl:
         class Communicator:
             @staticmethod
             def init_all(devices):
-                nccl.inits.append(list(devices))
-                return [FakeComm(nccl, r, d) for r, d in enumerate(devices)]
+                nccl.inits.append(list(devices))  # communicator cid = its index here
+                return [FakeComm(nccl, r, d, len(nccl.inits) - 1)
+                        for r, d in enumerate(devices)]
         self.Communicator = Communicator
 
     def group_start(self):
@@ -101,15 +102,18 @@ class FakeNccl:
         self.depth -= 1
         if self.depth == 0:
             pending, self.pending = self.pending, []
-            self._execute(pending)
+            by_comm: dict = {}  # the calls on each communicator (shard_map: sub-groups)
+            for call in pending:
+                by_comm.setdefault(call[-1], []).append(call[:-1])
+            for cid, calls in by_comm.items():
+                self._execute(calls, len(self.inits[cid]))
 
-    def _execute(self, pending):
+    def _execute(self, pending, n):
         ops = {"sum": np.add, "max": np.maximum, "min": np.minimum}
         by_op: dict = {}
         for op, rank, bufs, args in pending:
             by_op.setdefault(op, []).append((rank, bufs, args))
             self.log.append(op)
-        n = len(self.inits[-1])
         for op in ("allreduce", "allgather", "reduce_scatter"):
             calls = by_op.get(op, [])
             assert len(calls) % n == 0, f"{op}: only some ranks called it"

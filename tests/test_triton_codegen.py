@@ -30,6 +30,7 @@ from functrax.lowering.triton import codegen, rules, runtime  # noqa: E402
 from functrax.lowering.triton import compile as tcompile  # noqa: E402
 from functrax.lowering.triton.codegen import KernelConfig, UnsupportedError  # noqa: E402
 from functrax.passes.pipeline import optimize  # noqa: E402
+from functrax.sharding import SingleDeviceSharding  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -164,6 +165,8 @@ def _lax_programs():
         ("stop_gradient", lambda x: lax.stop_gradient(x) + x, (SPECIAL,)),
         ("copy", lambda x: P.copy_p.bind(x) * 2.0, (SPECIAL,)),
         ("name", lambda x: P.name_p.bind(x, name="h") * 2.0, (SPECIAL,)),
+        ("sharding_constraint", lambda x: lax.with_sharding_constraint(
+            x, SingleDeviceSharding(functrax.devices()[0])) * 2.0, (SPECIAL,)),
         *[(f"{n}_f32_binary", bcast(getattr(lax, n)), (SPECIAL[:, :1], SPECIAL[:1, :]))
           for n in ("add", "sub", "mul", "div", "rem", "max", "min", "eq", "ne", "lt", "le", "gt",
                     "ge")],

@@ -9,7 +9,9 @@
 - ``mesh`` / ``shardings`` / ``mesh_array``: device meshes, ``PartitionSpec`` /
   ``NamedSharding``, and arrays split into per-device blocks over a mesh (public home:
   ``functrax.sharding``);
-- ``pmap_runtime``: replica threads and collectives (pmap's and shard_map's); ``pmap_gpu``: pmap on GPUs;
+- ``pmap_runtime``: replica threads and collectives (pmap's and shard_map's);
+  ``pmap_gpu``: pmap on GPUs;
+  ``shard_map_gpu``: shard_map on a mesh of GPUs;
   ``nccl_communicator`` / ``mpi_communicator``: collectives through NCCL / MPI;
   ``distributed``: multi-process runs under MPI.
 """

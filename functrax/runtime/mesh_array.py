@@ -167,6 +167,13 @@ class MeshShardedArray(Array):
         another process's device)."""
         return list(self._blocks)
 
+    def device_blocks(self) -> list:
+        """The per-device blocks as stored, row-major over the mesh, without a copy (numpy
+        blocks; ``GpuBuffer`` s for a shard_map's output on GPUs)."""
+        if self._blocks is None:
+            raise RuntimeError("Array has been deleted.")
+        return list(self._blocks)
+
     def delete(self):
         self._blocks = None
         self._gathered = None

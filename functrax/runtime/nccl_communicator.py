@@ -21,6 +21,9 @@ replica programs go through a :class:`~functrax.runtime.pmap_runtime.Communicato
   ``pmap_gpu`` rewrites the collectives over other dimensions into these leading-dimension
   forms plus transposes/reshapes that the Triton backend compiles. One NCCL communicator
   per device set (``Communicator.init_all``) is created once per process and reused.
+* :class:`MeshNcclCommunicator`: the same for a shard_map over a mesh of GPUs
+  (``shard_map_gpu.py``), whose collective over one mesh axis or a tuple of axes runs on
+  the NCCL communicator of exactly the GPUs it spans (one sub-communicator per axis group);
 * the host-staged path, when nccl4py is missing (or ``config.pmap_gpu_collectives`` is
   ``"host"``), for dtypes NCCL cannot reduce (bool, int16, complex...) and for collectives
   over a nested pmap's axes: the values are copied to the host, combined by the
@@ -45,7 +48,8 @@ from functrax.config import config
 from functrax.lowering.triton import gpu_hooks
 from functrax.runtime.pmap_runtime import ThreadCommunicator
 
-__all__ = ["NcclCommunicator", "nccl_module", "make_communicator", "MISSING_NCCL4PY"]
+__all__ = ["NcclCommunicator", "MeshNcclCommunicator", "group_device_ids", "nccl_module",
+           "make_communicator", "MISSING_NCCL4PY"]
 
 log = logging.getLogger("functrax.pmap")
 
@@ -87,8 +91,10 @@ def nccl_module():
     return mod
 
 
-def make_communicator(device_ids):
-    """The communicator of a pmap over the GPUs ``device_ids`` (one per replica, in order).
+def make_communicator(device_ids, grid=None):
+    """The communicator of a pmap over the GPUs ``device_ids`` (one per replica, in order),
+    or of a shard_map over the mesh of GPUs ``grid`` (their ids laid out as its manual axes,
+    ``device_ids`` row-major over it).
 
     Returns ``(communicator, description)``: a :class:`NcclCommunicator`, or a
     ``ThreadCommunicator`` for the host-staged path, and a line saying which and why.
@@ -101,7 +107,7 @@ def make_communicator(device_ids):
         return ThreadCommunicator(), ("host-staged (config.pmap_gpu_collectives='host'): "
                                       "values copied to the host, combined there, copied back")
     try:
-        comm = NcclCommunicator(device_ids)
+        comm = NcclCommunicator(device_ids) if grid is None else MeshNcclCommunicator(grid)
     except ImportError as e:
         if mode == "nccl":
             raise
@@ -195,8 +201,10 @@ class NcclCommunicator(ThreadCommunicator):
         self.comms = self._comms()
         self.staged: list = []  # (collective, reason) of host-staged collectives, first ones
 
-    def _comms(self):
-        key = self.device_ids
+    def _comms(self, device_ids=None):
+        """The NCCL communicators over ``device_ids`` (default: every GPU of the call),
+        created once per process and device tuple."""
+        key = self.device_ids if device_ids is None else tuple(device_ids)
         comms = _COMMS.get(key)
         if comms is None:
             with _LOCK:
@@ -214,7 +222,8 @@ class NcclCommunicator(ThreadCommunicator):
 
     def collective(self, key, n, pos, value, combine, what, device):
         kind = getattr(combine, "mpi", None)
-        reason = self._unsupported(key, n, value, kind)
+        comms = self._group_comms(key, n)
+        reason = self._unsupported(comms, value, kind)
         if reason is not None:
             if len(self.staged) < 16:
                 self.staged.append((what[0], reason))
@@ -227,18 +236,26 @@ class NcclCommunicator(ThreadCommunicator):
 
         def device_combine(vals):
             with _Group(self.nccl):
-                issue(kind, [v[0] for v in vals], [v[1] for v in vals])
+                issue(comms, kind, [v[0] for v in vals], [v[1] for v in vals])
             return [v[1] for v in vals]
 
         got = super().collective(key, n, pos, (ins, outs), device_combine, what, device)
         return list(got) if kind[0] == "reduce" else got[0]
 
-    def _unsupported(self, key, n, value, kind):
+    def _group_comms(self, key, n):
+        """The NCCL communicators (one per rank, in position order) of the participants of
+        collective ``key``; None: no communicator holds exactly them (a nested pmap's axes)."""
+        if key[0] != () or key[1] != (0,) or key[2] != () or n != len(self.comms):
+            return None
+        return self.comms
+
+    @staticmethod
+    def _unsupported(comms, value, kind):
         """Why this collective is host-staged (None: it goes through NCCL)."""
         if kind is None or kind[0] not in ("reduce", "gather", "reduce_scatter", "ppermute",
                                            "all_to_all"):
             return "no NCCL form of this collective"
-        if key[0] != () or key[1] != (0,) or key[2] != () or n != len(self.comms):
+        if comms is None:
             return "a collective over a nested pmap's axes"
         leaves = _leaves(value)
         if not all(_is_device(x) for x in leaves):
@@ -266,42 +283,87 @@ class NcclCommunicator(ThreadCommunicator):
 
     _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN"}
 
-    def _reduce(self, kind, ins, outs):
+    def _reduce(self, comms, kind, ins, outs):
         op = getattr(self.nccl, self._OPS[kind[1]])
         for k in range(len(ins[0])):
-            for r, comm in enumerate(self.comms):
+            for r, comm in enumerate(comms):
                 if ins[r][k].size:
                     comm.allreduce(_elements(ins[r][k]), _elements(outs[r][k]), op,
                                    stream=_stream(ins[r][k]))
 
-    def _gather(self, kind, ins, outs):
-        for r, comm in enumerate(self.comms):
+    def _gather(self, comms, kind, ins, outs):
+        for r, comm in enumerate(comms):
             if ins[r][0].size:
                 comm.allgather(_bytes(ins[r][0]), _bytes(outs[r][0]), stream=_stream(ins[r][0]))
 
-    def _reduce_scatter(self, kind, ins, outs):
-        for r, comm in enumerate(self.comms):
+    def _reduce_scatter(self, comms, kind, ins, outs):
+        for r, comm in enumerate(comms):
             if ins[r][0].size:
                 comm.reduce_scatter(_elements(ins[r][0]), _elements(outs[r][0]), self.nccl.SUM,
                                     stream=_stream(ins[r][0]))
 
-    def _ppermute(self, kind, ins, outs):
+    def _ppermute(self, comms, kind, ins, outs):
         for src, dst in kind[1]:
             x = ins[src][0]
             if x.size:
-                self.comms[src].send(_bytes(x), dst, stream=_stream(x))
-                self.comms[dst].recv(_bytes(outs[dst][0]), src, stream=_stream(outs[dst][0]))
+                comms[src].send(_bytes(x), dst, stream=_stream(x))
+                comms[dst].recv(_bytes(outs[dst][0]), src, stream=_stream(outs[dst][0]))
 
-    def _all_to_all(self, kind, ins, outs):
-        n = len(self.comms)
+    def _all_to_all(self, comms, kind, ins, outs):
+        n = len(comms)
         chunk = ins[0][0].nbytes // n  # the leading dimension splits into n equal chunks
         if not chunk:
             return
         for src in range(n):
             x, y = ins[src][0], outs[src][0]
             for dst in range(n):
-                self.comms[src].send(_bytes(x, dst * chunk, chunk), dst, stream=_stream(x))
-                self.comms[src].recv(_bytes(y, dst * chunk, chunk), dst, stream=_stream(y))
+                comms[src].send(_bytes(x, dst * chunk, chunk), dst, stream=_stream(x))
+                comms[src].recv(_bytes(y, dst * chunk, chunk), dst, stream=_stream(y))
+
+
+# --- shard_map over a mesh of GPUs: one sub-communicator per axis group ---
+
+
+def group_device_ids(grid, ks, others) -> list:
+    """The GPUs of one collective over a mesh (``grid``: the GPU ids, one dimension per
+    replica frame): along the frames ``ks`` (row-major in that order: the participants'
+    positions), at the positions ``others`` on the remaining frames."""
+    rest = [k for k in range(grid.ndim) if k not in ks]
+    ids = []
+    for sub in np.ndindex(*[grid.shape[k] for k in ks]):
+        idx = [0] * grid.ndim
+        for k, c in zip(ks, sub):
+            idx[k] = c
+        for k, c in zip(rest, others):
+            idx[k] = c
+        ids.append(int(grid[tuple(idx)]))
+    return ids
+
+
+class MeshNcclCommunicator(NcclCommunicator):
+    """Collectives of a shard_map over a mesh of GPUs via NCCL.
+
+    ``grid`` holds the GPU ids laid out as the mesh's manual axes (one replica frame per
+    axis). A collective over some of the axes meets the GPUs that share the positions on the
+    others: it runs on the NCCL communicator of exactly those GPUs, ranked in the
+    participants' position order (one sub-communicator per axis group, created once per
+    process and reused, as the whole-mesh one).
+    """
+
+    def __init__(self, grid, nccl=None):
+        self.grid = np.asarray(grid, dtype=np.int64)
+        super().__init__(self.grid.reshape(-1).tolist(), nccl)
+
+    def describe(self) -> str:
+        version = getattr(self.nccl, "__version__", "?")
+        return (f"NCCL (nccl4py {version}) on each device's stream, one communicator per "
+                f"group of GPUs a collective spans, over the mesh of GPUs {self.grid.tolist()}")
+
+    def _group_comms(self, key, n):
+        if key[0] != ():
+            return None  # a collective of a pmap / shard_map nested in the replicas
+        ids = group_device_ids(self.grid, key[1], key[2])
+        return self._comms(ids) if len(ids) == n else None
 
 
 class _Group:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -281,15 +282,27 @@ def _make_current(device_id: int):
 
 def replica_program(closed, axis_name, axis_size, donated=()) -> ReplicaProgram:
     """The :class:`ReplicaProgram` of the per-device ``closed``, compiled once per jaxpr."""
+    return env_replica_program(closed, ((axis_name, axis_size),), donated)
+
+
+def env_replica_program(closed, axis_env, donated=()) -> ReplicaProgram:
+    """The :class:`ReplicaProgram` of ``closed`` with the named axes ``axis_env`` (pairs
+    ``(name, size)``: one for a pmap, one per manual mesh axis for a shard_map) bound,
+    compiled once per jaxpr, axis sizes and donation."""
     per = _PROGRAMS.get(closed)
     if per is None:
         per = _PROGRAMS[closed] = {}
-    prog = per.get(donated)
+    key = (tuple(axis_env), tuple(donated))
+    prog = per.get(key)
     if prog is None:
         from functrax.lowering.triton.gpu_program import compile_for_placement
-        with core.extend_axis_env(axis_name, axis_size):
+        with ExitStack() as stack:
+            for name, size in axis_env:
+                stack.enter_context(core.extend_axis_env(name, size))
             opt = optimize(leading_collectives(optimize(closed)))
-            prog = per[donated] = ReplicaProgram(compile_for_placement(opt, donated), axis_name)
+            names = tuple(n for n, _ in axis_env)
+            prog = per[key] = ReplicaProgram(compile_for_placement(opt, donated),
+                                             names[0] if len(names) == 1 else names)
     return prog
 
 

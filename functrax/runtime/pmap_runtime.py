@@ -478,8 +478,16 @@ def run_mesh_replicas(body, names, coords: list, groups: list, layout: MeshLayou
     if current_context() is not None:
         raise NotImplementedError("shard_map over a mesh spanning processes inside pmap or "
                                   "another shard_map is not supported")
-    comm = _process_communicator(layout)
-    sizes = layout.owners.shape
+    return run_grid_replicas(body, names, layout.owners.shape, coords, groups,
+                             _process_communicator(layout))
+
+
+def run_grid_replicas(body, names, sizes, coords: list, groups: list, comm) -> list:
+    """Run ``body(i)`` for each replica ``i`` of a grid of devices, all at one level: its
+    frames name every axis of ``names`` (of ``sizes``; ``coords[i]``: its positions), its
+    devices are ``groups[i]``, and ``comm`` carries every collective (a collective's
+    participants are told apart by their positions on the axes it does not name). A
+    top-level call (shard_map over a mesh spanning processes, or over a mesh of GPUs)."""
     contexts = [ReplicaContext(tuple(_Frame(n, s, int(c)) for n, s, c in zip(names, sizes, cs)),
                                (), groups[i], comm)
                 for i, cs in enumerate(coords)]

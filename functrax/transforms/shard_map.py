@@ -26,6 +26,12 @@ is a ``MeshShardedArray`` laid out as its in_spec feeds its blocks to the device
 are (no gather, no re-split), and each output is a ``MeshShardedArray`` of
 ``NamedSharding(mesh, out_spec)`` holding the devices' blocks.
 
+On a mesh of GPUs (``make_mesh(..., devices=functrax.devices("gpu"))``) each device runs
+the body as a Triton program on its GPU, the collectives through NCCL (one sub-communicator
+per axis group) or host-staged (``runtime/shard_map_gpu.py``); eager outputs keep their
+blocks on the GPUs. Where it runs is decided once per call from the mesh's devices
+(:func:`_target`).
+
 On a mesh spanning the processes of a multi-process run (``functrax.distributed``), each
 process runs the replicas of its own devices (``pmap_runtime.run_mesh_replicas``, one frame
 per mesh axis) and the collectives whose groups span processes go through MPI
@@ -52,6 +58,7 @@ from functrax.primitives.shard_map import (
     eager_array_rules, entry_names, global_aval, shard_map_p,
 )
 from functrax.runtime import pmap_runtime as rt
+from functrax.runtime import shard_map_gpu
 from functrax.runtime.devices import process_count, process_index
 from functrax.runtime.mesh import Mesh
 from functrax.runtime.mesh_array import MeshShardedArray
@@ -186,7 +193,7 @@ def _block_source(x, spec, mesh):
     blocks as they are (the device computing ``coords`` is the first along auto axes);
     anything else is sliced from its global value."""
     if isinstance(x, MeshShardedArray) and x.sharding == NamedSharding(mesh, spec):
-        blocks, names, sizes = x.shard_values(), mesh.axis_names, mesh.axis_sizes
+        blocks, names, sizes = x.device_blocks(), mesh.axis_names, mesh.axis_sizes
         return lambda c: blocks[int(np.ravel_multi_index(tuple(c.get(n, 0) for n in names),
                                                          sizes))]
     v = rt.host_value(x)
@@ -194,17 +201,52 @@ def _block_source(x, spec, mesh):
     return lambda c: v[block_index(c, dims, v.shape, mesh.shape) + (Ellipsis,)]
 
 
-def run_blocks(args, *, jaxpr, mesh, in_specs, out_specs, manual_axes):
-    """Run the per-device program on the blocks of ``args`` on this process's devices;
-    returns ``(outputs per device, coords per device)``."""
-    axes = tuple(manual_axes)
-    exe = _executable(jaxpr, mesh, axes)
+# --- where the devices' programs run: decided once per call from the mesh's devices ---
+
+
+class _CpuTarget:
+    """The mesh's CPU devices: the numpy executor's program, numpy blocks."""
+
+    @staticmethod
+    def run(jaxpr, mesh, axes, sources) -> tuple:
+        exe = _executable(jaxpr, mesh, axes)
+
+        def body(coords):
+            return exe.run(*[src(coords) for src in sources])
+
+        return run_on_mesh(mesh, axes, body) if axes else ([body({})], [{}])
+
+    array = staticmethod(MeshShardedArray._make)
+    block = staticmethod(np.asarray)  # (block, dtype) -> the output block
+    host = staticmethod(lambda b: b)
+
+
+class _GpuTarget:
+    """The mesh's GPUs (``shard_map_gpu``): Triton programs, blocks left on their GPUs."""
+
+    @staticmethod
+    def run(jaxpr, mesh, axes, sources) -> tuple:
+        outs = shard_map_gpu.run(jaxpr, axes, [mesh.shape[a] for a in axes],
+                                 _manual_devices(mesh, axes),
+                                 lambda c: [src(c) for src in sources])
+        return outs, _coords_list(mesh, axes)
+
+    array = staticmethod(shard_map_gpu.GpuMeshShardedArray._make)
+    block = staticmethod(lambda b, dt: b)
+    host = staticmethod(lambda b: b.to_numpy())
+
+
+def _target(mesh):
+    """Where a shard_map over ``mesh`` runs (``shard_map_gpu.placement``: on its GPUs when
+    its devices are GPUs, else on its CPU devices; a mesh mixing both raises)."""
+    return _CpuTarget if shard_map_gpu.placement(mesh) is None else _GpuTarget
+
+
+def run_blocks(args, *, jaxpr, mesh, in_specs, out_specs, manual_axes, target=_CpuTarget):
+    """Run the per-device program on the blocks of ``args`` on this process's devices (of
+    ``target``: :func:`_target`); returns ``(outputs per device, coords per device)``."""
     sources = [_block_source(x, s, mesh) for x, s in zip(args, in_specs)]
-
-    def body(coords):
-        return exe.run(*[src(coords) for src in sources])
-
-    return run_on_mesh(mesh, axes, body) if axes else ([body({})], [{}])
+    return target.run(jaxpr, mesh, tuple(manual_axes), sources)
 
 
 def _covered(spec, coords, mesh, ndim) -> bool:
@@ -260,8 +302,10 @@ def _shard_map_numpy(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_
     spanning processes, the outputs whose blocks are not all on this process's devices are
     then gathered from every process, so every process holds the global outputs (as the
     rest of the program needs)."""
+    target = _target(mesh)
     outs, coords = run_blocks(args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
-                              out_specs=out_specs, manual_axes=manual_axes)
+                              out_specs=out_specs, manual_axes=manual_axes, target=target)
+    outs = [[target.host(b) for b in o] for o in outs]  # global values: on the host
     avals = [global_aval(a, s, mesh.shape) for a, s in zip(jaxpr.out_avals, out_specs)]
     if len(coords) == math.prod(mesh.shape[a] for a in manual_axes):
         return assemble(outs, coords, out_specs, avals, mesh)
@@ -284,8 +328,9 @@ def _shard_map_eager(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_
     out_avals = shard_map_p.abstract_eval(
         *avals, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
         check_vma=check_vma, manual_axes=manual_axes)
+    target = _target(mesh)
     outs, coords = run_blocks(args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
-                              out_specs=out_specs, manual_axes=manual_axes)
+                              out_specs=out_specs, manual_axes=manual_axes, target=target)
     axes = tuple(manual_axes)
     by_coords = {tuple(c[a] for a in axes): o for o, c in zip(outs, coords)}
     result = []
@@ -294,8 +339,8 @@ def _shard_map_eager(*args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_
         blocks = []
         for _, c in mesh_coords(mesh):
             o = by_coords.get(tuple(c[a] for a in axes))
-            blocks.append(None if o is None else np.asarray(o[k], dt))
-        result.append(MeshShardedArray._make(blocks, NamedSharding(mesh, spec), aval))
+            blocks.append(None if o is None else target.block(o[k], dt))
+        result.append(target.array(blocks, NamedSharding(mesh, spec), aval))
     return result
 
 

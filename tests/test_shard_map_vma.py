@@ -165,3 +165,11 @@ def test_jit_inside_the_body_traces_again_for_another_variance(mesh):
                        out_specs=(P("data"), P()))(x, w)
     _close(gx, np.ones_like(x))
     _close(gw, 2 * np.ones_like(w))
+
+
+def test_literals_stay_inline_and_get_no_pvary(mesh):
+    f = shard_map(lambda x: fnp.sin(x) * 2.0 + 1, mesh=mesh, in_specs=P(("data", "model")),
+                  out_specs=P(("data", "model")))
+    text = str(make_jaxpr(f)(fnp.ones(8)))
+    assert "pvary" not in text and "mul d 2.0:f32[]" in text, text
+    _close(f(fnp.ones(8)), np.sin(np.ones(8)) * 2 + 1)

@@ -437,12 +437,10 @@ def insert_pvary(prim, args, params):
     u = frozenset().union(*vmas)
     if all(v == u for v in vmas):
         return args
-    return [x if v == u or not _is_array_like(x) else pvary_hook[0](x, u - v)
+    # constants and literals stay as they are: they are the same on every device, have no
+    # cotangent, and a literal kept inline is what the backends fuse
+    return [x if v == u or not isinstance(x, Tracer) else pvary_hook[0](x, u - v)
             for x, v in zip(args, vmas)]
-
-
-def _is_array_like(x) -> bool:
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool))
 
 
 class EvalTrace(Trace):

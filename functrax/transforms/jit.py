@@ -251,7 +251,7 @@ class JitFunction:
             bad = next(i for i, x in enumerate(leaves) if not _is_arraylike(x))
             raise _not_array_error(self._name, leaves[bad], names[bad]) from None
         if core.VMA.axes:  # in a typed shard_map body: avals compare without their vma
-            statics = statics + ((-1, tuple(a.vma for a in avals)),)  # not an argument
+            statics = statics + ((None, tuple(a.vma for a in avals)),)  # not an argument
         return (in_tree, avals, statics), leaves, static_pos
 
     def _leaf_names(self, nargs, static_pos, dyn, dyn_kw):

@@ -28,7 +28,8 @@ from functrax.core.trace import (  # noqa: F401
     abstract_eval_cached, axis_env, axis_frame, check_special, current_trace, eager_rule,
     ensure_no_leaks, extend_axis_env, is_arraylike, new_trace, no_abstract_eval_cache,
     register_eager_rules, register_extended_eval, set_current_trace, set_eager_placement,
-    special_checks_enabled, vma_axes, vma_of, vma_prebind_rules, vma_rules, pvary_hook, VMA,
+    special_checks_enabled, eager_array_rules, vma_axes, vma_of, vma_prebind_rules,
+    vma_rules, pvary_hook, VMA,
 )
 from functrax.core.primitive import ELEMENTWISE_FAMILIES, Family, Primitive  # noqa: F401
 from functrax.core.check import (  # noqa: F401

@@ -443,12 +443,23 @@ def insert_pvary(prim, args, params):
             for x, v in zip(args, vmas)]
 
 
+# primitive -> rule(*arrays, **params): eager evaluation on the arrays themselves rather than
+# their numpy values (shard_map feeds a mesh-sharded array's blocks to its devices); it may
+# return NotImplemented to take the numpy path
+eager_array_rules: dict = {}
+
+
 class EvalTrace(Trace):
     """The bottom trace: evaluates primitives eagerly with the default backend."""
 
     kind = "eval"
 
     def process_primitive(self, prim, args, params):
+        array_rule = eager_array_rules.get(prim)
+        if array_rule is not None and not any(isinstance(x, Tracer) for x in args):
+            out = array_rule(*args, **params)
+            if out is not NotImplemented:
+                return out
         avals = []
         vals = []
         for x in args:

@@ -18,34 +18,12 @@ from functrax import core
 from functrax.primitives.define import Family, Primitive, primitive_registry
 
 # the eager rule of shard_map on the ORIGINAL arguments (filled by
-# functrax/transforms/shard_map.py): fn(*arrays, **params) -> outputs, or NotImplemented to
-# evaluate as any primitive (numpy values). Eager evaluation converts every operand to one
-# numpy array; shard_map instead feeds a mesh-sharded operand's blocks to its devices as
-# they are (no gather, no re-split) and returns arrays holding its devices' blocks, which a
-# mesh spanning processes needs (a process holds its own devices' blocks only).
-eager_array_rules: dict = {}
+# functrax/transforms/shard_map.py) lives in core's table: a mesh-sharded operand's blocks go
+# to their devices as they are (no gather, no re-split), which a mesh spanning processes needs
+eager_array_rules = core.eager_array_rules
 
 
-class _ShardMapPrimitive(Primitive):
-    """``Primitive`` whose eager evaluation goes through :data:`eager_array_rules`.
-
-    (The EvalTrace of ``functrax.core`` has no hook for a rule that takes the arrays rather
-    than their numpy values; this is that hook, for shard_map only.)
-    """
-
-    __slots__ = ()
-
-    def bind(self, *args, **params):
-        rule = eager_array_rules.get(self)
-        if rule is not None and type(core.current_trace()) is core.EvalTrace and \
-                not any(isinstance(a, core.Tracer) for a in args):
-            out = rule(*args, **params)
-            if out is not NotImplemented:
-                return out
-        return super().bind(*args, **params)
-
-
-shard_map_p = primitive_registry["shard_map"] = _ShardMapPrimitive(
+shard_map_p = primitive_registry["shard_map"] = Primitive(
     "shard_map", multiple_results=True, family=Family.CALL)
 
 

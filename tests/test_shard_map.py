@@ -546,3 +546,20 @@ def test_partial_manual_axes(mesh2):
     with pytest.raises(ValueError, match="not one of the manual axes"):
         shard_map(lambda b: b, mesh=mesh2, in_specs=P("data"), out_specs=P("data"),
                   axis_names={"model"})(x)
+
+
+def test_jit_of_a_shard_map_keeps_its_blocks(mesh2):
+    # a jitted program that is one shard_map runs it on the arrays themselves: sharded
+    # inputs go to their devices as blocks, outputs stay sharded (no gather on one host)
+    from functrax.sharding import NamedSharding
+    f = jit(shard_map(lambda b: lax.psum(b, "model") * 2.0, mesh=mesh2,
+                      in_specs=P("data", "model"), out_specs=P("data")))
+    x = _rand(4, 8)
+    xs = functrax.device_put(x, NamedSharding(mesh2, P("data", "model")))
+    want = np.concatenate([2 * sum(np.split(x[2 * d:2 * d + 2], 4, axis=1))
+                           for d in range(2)], axis=0)
+    for _ in range(2):  # the second call too (no fast path around the rule)
+        y = f(xs)
+        assert isinstance(y, MeshShardedArray) and y.sharding.spec == P("data"), type(y)
+        _close(y, want)
+    _close(f(x), want)  # a host array is split as the in_spec says

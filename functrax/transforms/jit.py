@@ -56,11 +56,28 @@ class DeletedBuffer:
     __complex__ = __index__ = __str__ = __repr__ = __format__ = _raise
 
 
+def _whole_program_array_rule(closed):
+    """``(primitive, params)`` when the program is one equation of a primitive with an eager
+    array rule (``core.eager_array_rules``) applied to the program's inputs in order, giving
+    its outputs: e.g. ``jit(shard_map(f))``, whose mesh-sharded inputs then go to their
+    devices as blocks and whose outputs stay sharded (never gathered on one host)."""
+    j = closed.jaxpr
+    if closed.consts or j.constvars or len(j.eqns) != 1:
+        return None
+    eqn = j.eqns[0]
+    if eqn.primitive not in core.eager_array_rules:
+        return None
+    if list(eqn.invars) != list(j.invars) or list(eqn.outvars) != list(j.outvars):
+        return None
+    return eqn.primitive, eqn.params
+
+
 class _Entry:
     """One cache entry: the traced jaxpr and, once compiled, its executable."""
 
     __slots__ = ("closed", "out_tree", "consts_are_tracers", "exe", "out_avals", "key",
-                 "trace_time", "optimized", "backend", "call_jaxpr", "gpu_exe", "constrained")
+                 "trace_time", "optimized", "backend", "call_jaxpr", "gpu_exe", "constrained",
+                 "array_rule")
 
     def __init__(self, closed, out_tree, key, trace_time, backend=None):
         self.closed = closed
@@ -80,6 +97,7 @@ class _Entry:
         outs = {id(v) for v in closed.jaxpr.outvars}
         self.constrained = any(e.primitive is sharding_constraint_p and id(e.outvars[0]) in outs
                                for e in closed.jaxpr.eqns)
+        self.array_rule = _whole_program_array_rule(closed)
 
     def executable(self, donated=(), backend=None):
         """The compiled program; ``backend="triton"`` on an entry of another backend (called
@@ -368,7 +386,8 @@ class JitFunction:
             if core.special_checks_enabled():
                 _check_outputs(self._name, entry, leaves, outs)
             if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
-                    not getattr(entry.exe, "device_outputs", False) and not entry.constrained:
+                    not getattr(entry.exe, "device_outputs", False) and not entry.constrained \
+                    and entry.array_rule is None:
                 single = entry.out_tree.num_leaves == 1 and entry.out_tree == _LEAF
                 self._fast[tuple(a.aval for a in args)] = (
                     entry.exe, entry.out_avals, None if single else entry.out_tree)
@@ -414,6 +433,11 @@ class JitFunction:
         return rules.place_outputs(self._run(entry, leaves), outs)
 
     def _run(self, entry, leaves):
+        if entry.array_rule is not None and not self.donate_argnums:
+            prim, params = entry.array_rule
+            outs = core.eager_array_rules[prim](*leaves, **params)
+            if outs is not NotImplemented:
+                return list(outs)
         on_gpu = any(type(x) is GpuArray for x in leaves)
         if on_gpu or entry.backend == "triton":
             return self._run_triton(entry, leaves)

@@ -8,7 +8,8 @@ The step is the one of examples/shard_map_tensor_parallel.py, sized to take mill
 an MLP ``D -> H -> D`` (tanh, mean squared error, SGD; defaults D 256, H 1024, global batch
 512) whose first weight is split by columns over the mesh axis "model", the second by rows
 (one ``lax.psum`` over "model"), the batch over "data" (``lax.pmean`` of the loss over
-"data"); ``jit`` of ``value_and_grad`` taken outside the shard_map, then the update. The
+"data"); the whole step (``value_and_grad`` inside the body, then the update) is one
+shard_map under ``jit``, so parameters stay in per-device blocks between steps. The
 script makes 8 virtual CPU devices and
 
 1. checks one step on each mesh (``("data", "model")`` = 1x1, 1x2, 2x2, 2x4) against the
@@ -26,11 +27,11 @@ script makes 8 virtual CPU devices and
 count before numpy loads, as in pmap_scaling.py. jit runs on the numpy backend
 (``FUNCTRAX_CPU_BACKEND=numpy`` unless set). This is a report: it never fails on timings.
 
-Measured in one run (2-core machine with other jobs, load average about 1.2; defaults):
-1x1 18.06 ms/step, 1x2 10.72 ms (1.68x), 2x2 13.35 ms (1.35x), 2x4 18.57 ms (0.97x), 2x4 on 2
-MPI processes 21.67 ms (0.83x). Beyond 2 devices the 2 cores are oversubscribed. On MPI the
-outputs a process does not hold entirely (the forward residuals) are all-gathered once per
-shard_map call inside jit (every process continues with global values).
+Measured in one run (2-core machine, the test suite running beside it; defaults), the whole
+step as one shard_map: 1x1 17.00 ms/step, 1x2 9.32 ms (1.82x), 2x2 11.30 ms (1.50x), 2x4
+13.66 ms (1.24x), 2x4 on 2 MPI processes 23.16 ms (0.73x). Beyond 2 devices the 2 cores are
+oversubscribed. (With the gradient taken outside the shard_map, the step's residuals were
+all-gathered over the processes: 1x2 1.68x, 2x4 0.97x, MPI 21.7-48 ms.)
 """
 import argparse
 import importlib.util
@@ -52,6 +53,7 @@ import numpy as np  # noqa: E402
 
 import functrax  # noqa: E402
 import functrax.numpy as fnp  # noqa: E402
+from functrax.experimental.multihost_utils import process_allgather  # noqa: E402
 from functrax import lax  # noqa: E402
 from functrax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 from functrax.tree_util import tree_leaves, tree_map  # noqa: E402
@@ -105,9 +107,22 @@ def make_step(loss):
 
 
 def mesh_step(mesh):
-    return make_step(functrax.shard_map(local_loss, mesh=mesh,
-                                        in_specs=(SPECS, P("data"), P("data")),
-                                        out_specs=P()))
+    """The whole step as one shard_map under jit (the gradient taken inside the body, as JAX
+    0.10's check_vma types it): the blocks stay on their devices from step to step, also
+    across MPI processes."""
+    def local_step(params, x, y):
+        value, grads = functrax.value_and_grad(local_loss)(params, x, y)
+        return tree_map(lambda p, g: p - LR * g, params, grads), value
+    return functrax.jit(functrax.shard_map(local_step, mesh=mesh,
+                                           in_specs=(SPECS, P("data"), P("data")),
+                                           out_specs=(SPECS, P())))
+
+
+def global_value(x):
+    """The global value of an array (gathered over the processes when it spans several)."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    return np.asarray(process_allgather(x))
 
 
 def placed(params, mesh):
@@ -117,8 +132,9 @@ def placed(params, mesh):
 def check(name, step, params, x, y, ref):
     """One step against the reference step on the global arrays: a report line."""
     p, loss = step(params, x, y)
-    diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+    diff = max(float(np.max(np.abs(global_value(a) - np.asarray(b))))
                for a, b in zip(tree_leaves(p), tree_leaves(ref[0])))
+    loss = global_value(loss)
     ok = abs(float(loss) - float(ref[1])) < 1e-5 and diff < 1e-5
     return (f"{name}: loss {float(loss):.6f} vs global {float(ref[1]):.6f}, max param "
             f"difference {diff:.2g} ({'ok' if ok else 'MISMATCH'})")

@@ -26,10 +26,15 @@ synthetic regression problem drawn with ``functrax.random``:
 - the batch is split over "data" (``P("data", None)``); the loss is the mean over the
   global batch: ``lax.pmean`` over "data" of each data-parallel group's local mean.
 
-The train step (``functrax.jit``) takes ``value_and_grad`` of the shard_mapped loss, from
-OUTSIDE the shard_map: the transpose rule of shard_map makes this gradient equal to the
-gradient of the same computation on the global arrays; then an Adam update
-(``functrax.optim.adam``) of the global parameters. The same model is trained on one
+The whole train step is ONE shard_map under ``functrax.jit``: each device takes
+``value_and_grad`` of its ``local_loss`` inside the body and applies Adam
+(``functrax.optim.adam``) to its own blocks of the parameters and of Adam's moments. The
+gradients need no hand-written collective: as JAX 0.10 with ``check_vma``, values are typed
+by the mesh axes they vary over, so the transpose of the ``psum`` hands each device the
+cotangent of the sum as it is, and a parameter that is the same on every device of an axis
+(the bias ``b2``; every parameter over "data") gets its gradient summed over that axis. The
+blocks never leave their devices: under ``mpiexec`` each process keeps its devices' blocks
+from step to step (nothing is gathered). The same model is trained on one
 device (plain functions on the global arrays, same initialization, same batches), and the
 script prints both loss curves, the maximum absolute parameter difference after
 ``--steps`` steps (which must be at float32 rounding level, as must Adam's moments: exit
@@ -113,20 +118,36 @@ def local_loss(params, x, y):
     return lax.pmean(fnp.mean((out - y) ** 2), "data")  # mean over the global batch
 
 
-def make_steps(mesh, opt):
+def state_specs(state):
+    """The specs of Adam's state: its moments split as the parameters, its count replicated."""
+    def spec(path, _):
+        name = getattr(path[-1], "key", None)
+        return PARAM_SPECS[name] if name in PARAM_SPECS else P()
+    return functrax.tree_util.tree_map_with_path(spec, state)
+
+
+def make_steps(mesh, opt, state):
     data_spec = P("data", None)
-    sharded_loss = functrax.shard_map(local_loss, mesh=mesh,
-                                      in_specs=(PARAM_SPECS, data_spec, data_spec),
-                                      out_specs=P())
 
     def step(loss, params, state, x, y):
         value, grads = functrax.value_and_grad(loss)(params, x, y)
         updates, state = opt.update(grads, state, params)
         return optim.apply_updates(params, updates), state, value
 
-    tp_step = functrax.jit(lambda p, s, x, y: step(sharded_loss, p, s, x, y))
+    s_specs = state_specs(state)
+    tp_step = functrax.jit(functrax.shard_map(
+        lambda p, s, x, y: step(local_loss, p, s, x, y), mesh=mesh,
+        in_specs=(PARAM_SPECS, s_specs, data_spec, data_spec),
+        out_specs=(PARAM_SPECS, s_specs, P())))
     single_step = functrax.jit(lambda p, s, x, y: step(loss_fn, p, s, x, y))
     return tp_step, single_step
+
+
+def global_value(x):
+    """The global value of an array (gathered over the processes when it spans several)."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    return np.asarray(process_allgather(x))
 
 
 def per_device_bytes(mesh, params):
@@ -179,7 +200,7 @@ def main(argv=None):
     teacher = random.normal(k_teacher, (D_IN, D_OUT)) / np.sqrt(D_IN)
     params = init_params(k_init)
     opt = optim.adam(args.lr)
-    tp_step, single_step = make_steps(mesh, opt)
+    tp_step, single_step = make_steps(mesh, opt, opt.init(params))
 
     where = f" in {n_proc} processes (MPI)" if n_proc > 1 else ""
     say(f"tensor + data parallel MLP {D_IN}->{D_HIDDEN}->{D_OUT} on a mesh "
@@ -188,7 +209,7 @@ def main(argv=None):
     # the tensor-parallel copy starts placed as its specs say (each device its blocks)
     tp_params = {k: functrax.device_put(v, NamedSharding(mesh, PARAM_SPECS[k]))
                  for k, v in params.items()}
-    tp_state = opt.init(tp_params)
+    tp_state = opt.init(params)
     s_params, s_state = params, opt.init(params)
     tp_losses, s_losses = [], []
     say(f"{'step':>5}  {'shard_map loss':>14}  {'single-device loss':>18}")
@@ -196,14 +217,16 @@ def main(argv=None):
         x, y = make_data(random.fold_in(k_data, step), args.batch_size, teacher)
         tp_params, tp_state, tp_loss = tp_step(tp_params, tp_state, x, y)
         s_params, s_state, s_loss = single_step(s_params, s_state, x, y)
-        tp_losses.append(float(tp_loss))
+        tp_losses.append(float(global_value(tp_loss)))
         s_losses.append(float(s_loss))
         say(f"{step + 1:>5}  {tp_losses[-1]:>14.6f}  {s_losses[-1]:>18.6f}")
 
     loss_diff = float(np.max(np.abs(np.array(tp_losses) - np.array(s_losses))))
     param_diff, close = 0.0, True
+    tp_params = {k: global_value(v) for k, v in tp_params.items()}
+    tp_state = functrax.tree_util.tree_map(global_value, tp_state)
     for name in params:
-        a, b = np.asarray(tp_params[name]), np.asarray(s_params[name])
+        a, b = tp_params[name], np.asarray(s_params[name])
         param_diff = max(param_diff, float(np.max(np.abs(a - b))))
         close = close and np.allclose(a, b, rtol=RTOL, atol=ATOL)
     # Adam is nearly invariant to the scale of the gradient: compare its moments too (the

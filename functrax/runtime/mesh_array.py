@@ -22,7 +22,7 @@ import numpy as np
 from functrax import core, dtypes
 from functrax.core import Array, ShapedArray
 from functrax.runtime.devices import Shard, device_put, process_count, process_index, put_rules
-from functrax.runtime.pmap_runtime import allgather_processes
+from functrax.runtime.pmap_runtime import allgather_processes, warn_process_gather
 from functrax.primitives.shard_map import entry_names
 from functrax.runtime.mesh import Mesh
 from functrax.runtime.shardings import (
@@ -96,6 +96,8 @@ class MeshShardedArray(Array):
     def _gather_processes(self):
         """The global value from every process's blocks (MPI all-gather)."""
         local = [(idx, b) for _, idx, b, _ in self._raw_shards() if b is not None]
+        warn_process_gather(f"an input array {self.aval.str_short()} sharded as "
+                            f"{self._sharding.spec}")
         every = allgather_processes(np.stack([b for _, b in local]))
         g = np.empty(self.aval.shape, every.dtype)
         devs = [dev for dev, _ in mesh_coords(self._named.mesh)]

@@ -340,6 +340,24 @@ class MeshLayout:
         return [tuple(int(i) for i in c) for c in np.argwhere(self.owners == process)]
 
 
+class ProcessGatherWarning(UserWarning):
+    """A value split over the devices of several processes was gathered on every process
+    (see :func:`warn_process_gather`)."""
+
+
+def warn_process_gather(what: str) -> None:
+    """Say (once per call site, as warnings do) that ``what`` was gathered over the processes:
+    never a silent gather. The fix is in the message."""
+    import warnings
+    warnings.warn(
+        f"functrax: {what} was gathered from the devices of every process onto each process "
+        "(every process computes with the global value). A jitted program that is one "
+        "shard_map keeps its arrays in per-device blocks: put the whole step inside the "
+        "shard_map (take gradients inside it), or gather explicitly with "
+        "functrax.experimental.multihost_utils.process_allgather.",
+        ProcessGatherWarning, stacklevel=3)
+
+
 def allgather_processes(value: np.ndarray) -> np.ndarray:
     """``value`` (same shape and dtype in every process) of every process, stacked along a
     new leading axis (process order); in a single-process run ``value[None]``. Every

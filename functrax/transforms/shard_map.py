@@ -260,6 +260,8 @@ def _gather_processes(outs, coords, mesh, axes, ks) -> tuple:
     """Every device's outputs ``ks`` (this process's: ``outs`` at ``coords``): ONE
     all-gather over the processes of the bytes of their stacked blocks."""
     stacks = [np.ascontiguousarray(np.stack([np.asarray(o[k]) for o in outs])) for k in ks]
+    rt.warn_process_gather(f"{len(ks)} output(s) of a shard_map inside jit (its residuals or "
+                           "results, used by the rest of the jitted program)")
     flat = np.concatenate([a.reshape(-1).view(np.uint8) for a in stacks])
     every = rt.allgather_processes(flat)  # (processes, bytes)
     owners = np.vectorize(lambda d: d.process_index, otypes=[np.int64])(

@@ -13,6 +13,7 @@ into ``<argv[1]>/rank<r>.txt``); any failure raises (functrax.distributed aborts
 import itertools
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -20,6 +21,7 @@ import functrax
 import functrax.numpy as fnp
 from functrax import lax
 from functrax.experimental.multihost_utils import process_allgather
+from functrax.runtime.pmap_runtime import ProcessGatherWarning
 from functrax.sharding import NamedSharding, PartitionSpec as P
 
 functrax.distributed.initialize()
@@ -172,7 +174,9 @@ for shape, axes in SHAPES:
 g = functrax.jit(functrax.shard_map(
     lambda x: lax.psum(x, "data") * lax.psum(fnp.sum(x), ("data", "model")), mesh=mesh,
     in_specs=P("data", "model"), out_specs=P(None, "model")))
-out = g(G)  # a jitted program that is one shard_map keeps its blocks: sharded, not gathered
+with warnings.catch_warnings():
+    warnings.simplefilter("error", ProcessGatherWarning)  # nothing is gathered here
+    out = g(G)  # a jitted program that is one shard_map keeps its blocks: sharded
 assert len(out.addressable_shards) == 4, out.addressable_shards
 got = process_allgather(out)
 want = G.reshape(NP, 6, 4 * L).sum(0) * G.sum()
@@ -189,7 +193,10 @@ loss = functrax.shard_map(lambda w, x: lax.psum(fnp.sum(fnp.sin(x * w)), ("data"
 want_g = (G * np.cos(G * W)).sum(0)
 gw = functrax.grad(loss)(w, a)
 close("grad_eager", process_allgather(gw), want_g, tol=1e-4)
-gj = functrax.jit(functrax.grad(loss))(w, G)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always", ProcessGatherWarning)
+    gj = functrax.jit(functrax.grad(loss))(w, G)  # residuals gathered: said, never silent
+assert any(issubclass(c.category, ProcessGatherWarning) for c in caught), caught
 close("grad_jit", np.asarray(gj), want_g, tol=1e-4)
 v = float(loss(w, a))  # a replicated output is fetchable
 close("loss_value", v, np.sin(G * W).sum(), tol=1e-3)

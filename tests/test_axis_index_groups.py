@@ -8,7 +8,7 @@ import pytest
 
 import functrax
 from functrax import grad, jit, lax, make_jaxpr, pmap, vmap
-from functrax.runtime.devices import clear_backends
+from tests.virtual_devices import cpu_devices
 
 N = 4
 RNG = np.random.default_rng(0)
@@ -18,12 +18,8 @@ GROUPS = ([[0, 1], [2, 3]], [[0, 2], [1, 3]], [[3, 0], [1, 2]], [[0, 1, 2, 3]],
 
 @pytest.fixture(autouse=True, scope="module")
 def four_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", N)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(N):
+        yield
 
 
 def _per_group(x, groups, fn):

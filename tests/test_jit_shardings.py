@@ -11,9 +11,9 @@ import pytest
 
 import functrax
 from functrax import P, grad, jit, lax, make_jaxpr, shard_map, vmap
-from functrax.runtime.devices import clear_backends
 from functrax.sharding import MeshShardedArray, NamedSharding, SingleDeviceSharding, set_mesh
 from functrax.transforms.jit_shardings import JitShardings
+from tests.virtual_devices import cpu_devices
 
 N = 8
 F32 = np.float32
@@ -21,12 +21,8 @@ F32 = np.float32
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", N)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(N):
+        yield
 
 
 @pytest.fixture()

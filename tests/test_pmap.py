@@ -20,6 +20,7 @@ from functrax import core, grad, jit, lax, make_jaxpr, pmap, vmap
 from functrax.runtime.devices import Device, ShardedArray, clear_backends
 from functrax.test_util import check_grads
 from functrax.runtime.pmap_runtime import CollectiveTimeoutError
+from tests.virtual_devices import cpu_devices
 from tests.collective_refs import ref_all_gather, ref_all_to_all, ref_ppermute, ref_psum_scatter
 
 N = 4
@@ -28,12 +29,8 @@ RNG = np.random.default_rng(0)
 
 @pytest.fixture(autouse=True, scope="module")
 def four_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", N)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(N):
+        yield
 
 
 def _rand(*shape, dtype=np.float32):

@@ -16,8 +16,8 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import P, core, grad, jit, lax, make_jaxpr, shard_map, vmap
-from functrax.runtime.devices import clear_backends
 from functrax.runtime.mesh_array import MeshShardedArray
+from tests.virtual_devices import cpu_devices
 
 N = 8
 RNG = np.random.default_rng(0)
@@ -25,12 +25,8 @@ RNG = np.random.default_rng(0)
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", N)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(N):
+        yield
 
 
 @pytest.fixture(scope="module")

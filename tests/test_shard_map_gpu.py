@@ -26,10 +26,10 @@ import functrax.numpy as fnp  # noqa: E402
 from functrax import P, lax  # noqa: E402
 from functrax.config import config  # noqa: E402
 from functrax.runtime import nccl_communicator as nc  # noqa: E402
-from functrax.runtime.devices import clear_backends  # noqa: E402
 from functrax.runtime.mesh_array import MeshShardedArray  # noqa: E402
 from functrax.runtime import shard_map_gpu  # noqa: E402
 from functrax.runtime.shard_map_gpu import GpuMeshShardedArray  # noqa: E402
+from tests.virtual_devices import cpu_devices  # noqa: E402
 from tests.fake_gpu import FakeGpuBuffer  # noqa: E402
 from tests import test_pmap_gpu as _pmap_gpu_tests  # noqa: E402
 from tests.test_pmap_gpu import FakeNccl  # noqa: E402
@@ -45,12 +45,8 @@ AXES = ("data", "model")
 
 @pytest.fixture(autouse=True, scope="module")
 def four_cpu_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", 4)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(4):
+        yield
 
 
 def _gpu_mesh():

@@ -12,19 +12,15 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import P, grad, jit, lax, make_jaxpr, shard_map, value_and_grad
-from functrax.runtime.devices import clear_backends
+from tests.virtual_devices import cpu_devices
 
 RNG = np.random.default_rng(7)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", 8)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(8):
+        yield
 
 
 @pytest.fixture(scope="module")

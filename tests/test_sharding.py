@@ -9,23 +9,19 @@ import pytest
 import functrax
 import functrax.numpy as fnp
 from functrax import P
-from functrax.runtime.devices import clear_backends
 from functrax.sharding import (
     AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, get_mesh,
     make_single_device_sharding, set_mesh,
 )
+from tests.virtual_devices import cpu_devices
 
 N = 8
 
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
-    prev = functrax.config.read("num_cpu_devices")
-    clear_backends()
-    functrax.config.update("num_cpu_devices", N)
-    yield
-    clear_backends()
-    functrax.config.update("num_cpu_devices", prev)
+    with cpu_devices(N):
+        yield
 
 
 @pytest.fixture()

@@ -54,6 +54,13 @@ _mpi_lock = threading.Lock()
 _broken: list = []  # the error that left MPI requests pending: no further collective may run
 
 
+def _check_not_broken(api: str, what) -> None:
+    if _broken:
+        raise RuntimeError(f"{api}: the collective {what[0]} cannot run: an earlier "
+                           f"collective across MPI processes failed ({_broken[0]}); the "
+                           "process must end (MPI requests are still pending)")
+
+
 _NATIVE = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                                   np.uint32, np.uint64, np.float32, np.float64, np.complex64,
                                   np.complex128)}
@@ -127,10 +134,7 @@ class MPICommunicator(ThreadCommunicator):
 
     def _exchange(self, vals, combine, what, device, layout, n):
         """The local replicas' ``vals`` (in position order) -> their results."""
-        if _broken:
-            raise RuntimeError(f"pmap: the collective {what[0]} cannot run: an earlier "
-                               f"collective across MPI processes failed ({_broken[0]}); the "
-                               "process must end (MPI requests are still pending)")
+        _check_not_broken("pmap", what)
         kind = getattr(combine, "mpi", None) or ("gather",)
         t = (what, device)
         if kind[0] in ("reduce", "reduce_scatter"):
@@ -339,10 +343,7 @@ class MeshMPICommunicator(MPICommunicator):
                                              exchange, what, device)
 
     def _mesh_exchange(self, vals, combine, what, device, plan):
-        if _broken:
-            raise RuntimeError(f"shard_map: the collective {what[0]} cannot run: an earlier "
-                               f"collective across MPI processes failed ({_broken[0]}); the "
-                               "process must end (MPI requests are still pending)")
+        _check_not_broken("shard_map", what)
         kind = getattr(combine, "mpi", None) or ("gather",)
         t = (what, device)
         if kind[0] in ("reduce", "reduce_scatter"):

@@ -102,3 +102,15 @@ def check_channel_first(layer: str, x, n: int, channels: int | None):
 
 def is_arraylike(x) -> bool:
     return core.is_arraylike(x)
+
+
+def fixed_dims(base, n: int, module: str):
+    """``base`` with ``num_spatial_dims`` fixed to ``n`` (``Conv2d(in, out, k, ...)``,
+    ``MaxPool2d(k, ...)``), a class of ``module``."""
+    def __init__(self, *args, **kwargs):
+        base.__init__(self, n, *args, **kwargs)
+    name = f"{base.__name__}{n}d"
+    doc = (f"A {n}-d :class:`{base.__name__}` (``{base.__name__}({n}, ...)``): the same "
+           "arguments without ``num_spatial_dims``.")
+    return type(name, (base,), {"__init__": __init__, "__doc__": doc,
+                                "__module__": module, "__qualname__": name})

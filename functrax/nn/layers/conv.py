@@ -211,14 +211,7 @@ class ConvTranspose(Module):
 
 
 def _fixed(base, n):
-    """``base`` with ``num_spatial_dims`` fixed to ``n`` (``Conv2d(in, out, k, ...)``)."""
-    def __init__(self, *args, **kwargs):
-        base.__init__(self, n, *args, **kwargs)
-    name = f"{base.__name__}{n}d"
-    doc = (f"A {n}-d :class:`{base.__name__}` (``{base.__name__}({n}, ...)``): the same "
-           "arguments without ``num_spatial_dims``.")
-    return type(name, (base,), {"__init__": __init__, "__doc__": doc,
-                                "__module__": __name__, "__qualname__": name})
+    return u.fixed_dims(base, n, __name__)
 
 
 Conv1d, Conv2d, Conv3d = (_fixed(Conv, n) for n in (1, 2, 3))

@@ -114,13 +114,7 @@ class AvgPool(_Pool):
 
 
 def _fixed(base, n):
-    def __init__(self, *args, **kwargs):
-        base.__init__(self, n, *args, **kwargs)
-    name = f"{base.__name__}{n}d"
-    doc = (f"A {n}-d :class:`{base.__name__}` (``{base.__name__}({n}, ...)``): the same "
-           "arguments without ``num_spatial_dims``.")
-    return type(name, (base,), {"__init__": __init__, "__doc__": doc,
-                                "__module__": __name__, "__qualname__": name})
+    return u.fixed_dims(base, n, __name__)
 
 
 MaxPool1d, MaxPool2d, MaxPool3d = (_fixed(MaxPool, n) for n in (1, 2, 3))
